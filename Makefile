@@ -1,0 +1,26 @@
+# The single entry point. `make run` and `make test` set up everything they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+setup:  ## Install what is missing (apt, venv, npm, cargo) and build everything; idempotent
+	@scripts/setup.sh
+
+db:  setup ## Start the project's own PostgreSQL (reused if running)
+	@scripts/pg.sh start
+
+run: db  ## Set up, start PostgreSQL and the service (API + web UI on http://127.0.0.1:8700)
+	@scripts/run.sh
+
+test: db  ## Set up, then run every test tier; ends with a summary line
+	@scripts/test.sh
+
+bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rate accuracy, memory, CPU
+	@tests/bench/run-emulator-bench.sh
+
+stop:  ## Stop the project's PostgreSQL
+	@scripts/pg.sh stop
+
+.PHONY: help setup db run test bench-emulator stop

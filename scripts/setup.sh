@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a Debian 12 machine, idempotently, and builds it.
+# Each step prints its duration; a second run only checks and is fast.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+# Debian packages: the database, the eBPF toolchain, traffic and capture tools, Python's venv.
+APT_PACKAGES=(
+  postgresql clang llvm libbpf-dev bpftool iproute2 iptables nftables ethtool
+  iperf3 tcpdump tshark curl procps python3-venv python3-dev build-essential pkg-config
+)
+
+apt_packages() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "    all ${#APT_PACKAGES[@]} Debian packages present"
+    return 0
+  fi
+  echo "    installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Rust comes from rustup where the machine has it; Debian's cargo is the fallback.
+rust_toolchain() {
+  if command -v cargo >/dev/null 2>&1; then
+    cargo --version
+  else
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q cargo rustc rustfmt rust-clippy
+  fi
+}
+
+node_toolchain() {
+  if command -v npm >/dev/null 2>&1; then
+    echo "    node $(node --version), npm $(npm --version)"
+  else
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm
+  fi
+}
+
+# The venv is always made from Debian's /usr/bin/python3, whichever python3 is first on PATH.
+python_venv() {
+  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
+  if stamp_changed "$VENV/.satlab-stamp" "$ROOT/api/pyproject.toml"; then
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q -e "$ROOT/api[dev]"
+    stamp_write "$VENV/.satlab-stamp" "$ROOT/api/pyproject.toml"
+  else
+    echo "    venv up to date"
+  fi
+}
+
+web_deps() {
+  if stamp_changed "$ROOT/web/node_modules/.satlab-stamp" "$ROOT/web/package-lock.json"; then
+    (cd "$ROOT/web" && npm ci --no-audit --no-fund)
+    stamp_write "$ROOT/web/node_modules/.satlab-stamp" "$ROOT/web/package-lock.json"
+  else
+    echo "    node_modules up to date"
+  fi
+}
+
+step "Debian packages" apt_packages
+step "Rust toolchain" rust_toolchain
+step "Node toolchain" node_toolchain
+step "Python venv (.venv)" python_venv
+step "Web dependencies (npm ci)" web_deps
+step "Rust build (cargo build --release)" cargo build --release --workspace --quiet
+step "eBPF programs (endhosts)" make -s -C "$ROOT/endhosts"
+step "Web UI build" bash -c "cd '$ROOT/web' && npm run -s build >/dev/null"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs every test tier in order and ends with one summary line. A failing stage does not stop the
+# later ones (so one run shows everything that is wrong); the exit status is non-zero if any failed.
+# pytest's exit 5 ("no tests collected") counts as a failure: every stage here must run tests.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+export DATABASE_URL="${DATABASE_URL:-$("$ROOT/scripts/pg.sh" url)}"
+PY="$VENV/bin"
+
+passed=0; failed=0; report=()
+stage() {
+  local name="$1"; shift
+  local t0=$SECONDS
+  printf '\n==> stage %s\n' "$name"
+  "$@"
+  local rc=$?
+  local dt=$((SECONDS - t0))
+  if [ $rc -eq 0 ]; then
+    passed=$((passed + 1)); report+=("  ok    ${dt}s  $name")
+  else
+    [ $rc -eq 5 ] && echo "    pytest collected no tests: treated as a failure"
+    failed=$((failed + 1)); report+=("  FAIL  ${dt}s  $name (exit $rc)")
+  fi
+}
+
+web() { (cd "$ROOT/web" && npm run -s "$@"); }
+
+# Tier 1: format and lint.
+stage "rust format" cargo fmt --all --check
+stage "rust clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+stage "python lint (ruff)" "$PY/ruff" check api tests endhosts
+stage "python format (ruff)" "$PY/ruff" format --check api tests endhosts
+stage "python types (mypy)" "$PY/mypy" api/satlab
+stage "web types (tsc)" web typecheck
+stage "web lint (eslint)" web lint
+
+# Tier 2: unit tests per component.
+stage "rust unit tests" cargo test --release --workspace --quiet
+stage "api unit tests (pytest, real PostgreSQL)" "$PY/pytest" -q api/tests
+stage "web unit tests (vitest)" web test
+stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests
+
+# Tier 3: testbed integration (real namespaces, real flows through the emulator).
+stage "integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
+
+printf '\nStages:\n'; printf '%s\n' "${report[@]}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
