@@ -31,7 +31,7 @@ stage "rust format" cargo fmt --all --check
 stage "rust clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 stage "python lint (ruff)" "$PY/ruff" check api tests endhosts
 stage "python format (ruff)" "$PY/ruff" format --check api tests endhosts
-stage "python types (mypy)" "$PY/mypy" api/satlab
+stage "python types (mypy)" "$PY/mypy" --config-file api/pyproject.toml api/satlab
 stage "web types (tsc)" web typecheck
 stage "web lint (eslint)" web lint
 
@@ -42,7 +42,8 @@ stage "web unit tests (vitest)" web test
 stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests
 
 # Tier 3: testbed integration (real namespaces, real flows through the emulator).
-stage "integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
+stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
+stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 
 printf '\nStages:\n'; printf '%s\n' "${report[@]}"
 echo "stages: $passed passed, $failed failed"

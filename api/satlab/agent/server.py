@@ -1,0 +1,280 @@
+"""The host agent's server: `python -m satlab.agent.server --socket PATH --name ROLE`.
+
+Endpoints (JSON over HTTP/1.1 on a Unix socket):
+  GET  /health                      who and where the agent is
+  POST /sysctl      {name: value}   write sysctls of this host's network namespace
+  POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
+  POST /processes   {id, kind, args} start a traffic generator (kind=traffic) or the emulator
+  GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
+  DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
+  POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
+  GET  /sampling                    the samples so far
+  GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
+  POST /bpf         {action: register|unregister, object|name}  struct_ops via bpftool
+Only these programs run: the project's traffic generator, its emulator, ethtool and bpftool, so an
+agent on a physical host is no remote shell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from satlab.agent import tcpinfo
+from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+EMULATOR_BIN = Path(os.environ.get("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator"))
+MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
+
+
+class Managed:
+    """A process the agent started, with its output in files so it never blocks on a pipe."""
+
+    def __init__(self, pid_dir: Path, ident: str, argv: list[str]) -> None:
+        self.ident = ident
+        self.out = open(pid_dir / f"{ident}.out", "w+b")  # noqa: SIM115 (closed in close())
+        self.err = open(pid_dir / f"{ident}.err", "w+b")  # noqa: SIM115
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.err, start_new_session=True)
+
+    def describe(self) -> dict[str, Any]:
+        rc = self.proc.poll()
+        result = None
+        if rc is not None:
+            self.out.seek(0)
+            lines = self.out.read().decode(errors="replace").strip().splitlines()
+            with contextlib.suppress(IndexError, json.JSONDecodeError):
+                result = json.loads(lines[-1])
+        self.err.seek(0)
+        err_tail = self.err.read().decode(errors="replace")[-2000:]
+        state = "running" if rc is None else ("done" if rc == 0 else "failed")
+        return {
+            "id": self.ident,
+            "pid": self.proc.pid,
+            "state": state,
+            "exit_code": rc,
+            "result": result,
+            "stderr": err_tail,
+        }
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self) -> None:
+        self.out.close()
+        self.err.close()
+
+
+class Sampler(threading.Thread):
+    def __init__(self, period_s: float, ports: set[int]) -> None:
+        super().__init__(daemon=True)
+        self.period_s, self.ports = period_s, ports
+        self.samples: deque[dict[str, Any]] = deque(maxlen=MAX_SAMPLES)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        with tcpinfo.Diag() as diag:
+            next_t = time.monotonic()
+            while not self.stopped.is_set():
+                self.samples.extend(diag.sample(self.ports))
+                next_t += self.period_s
+                self.stopped.wait(max(0.0, next_t - time.monotonic()))
+
+
+class Agent:
+    def __init__(self, name: str, workdir: Path) -> None:
+        self.name = name
+        self.workdir = workdir
+        self.procs: dict[str, Managed] = {}
+        self.sampler: Sampler | None = None
+        self.registered_bpf: set[str] = set()
+        self.lock = threading.Lock()
+
+    # -- handlers: each returns (status, body) --
+    def health(self) -> tuple[int, Any]:
+        return 200, {
+            "name": self.name,
+            "pid": os.getpid(),
+            "netns_inode": os.stat("/proc/self/ns/net").st_ino,
+        }
+
+    def sysctl(self, body: dict[str, Any]) -> tuple[int, Any]:
+        applied, failed = {}, {}
+        for key, value in body.items():
+            path = Path("/proc/sys") / key.replace(".", "/")
+            try:
+                path.write_text(str(value))
+                applied[key] = value
+            except OSError as exc:
+                failed[key] = exc.strerror
+        return 200, {"applied": applied, "failed": failed}
+
+    def offloads(self, body: dict[str, Any]) -> tuple[int, Any]:
+        for ifname in body["interfaces"]:
+            r = subprocess.run(
+                ["ethtool", "-K", ifname, "tso", "off", "gso", "off", "gro", "off", "tx", "off"],
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode != 0:
+                return 500, {"error": f"ethtool -K {ifname}: {r.stderr.strip()}"}
+        return 200, {"interfaces": body["interfaces"]}
+
+    def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
+        ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
+        if kind == "traffic":
+            argv = [sys.executable, "-m", "satlab.traffic", *args]
+        elif kind == "emulator":
+            argv = [str(EMULATOR_BIN), *args]
+        else:
+            return 400, {"error": f"kind: {kind!r} is not one of traffic, emulator"}
+        with self.lock:
+            if ident in self.procs:
+                return 409, {"error": f"id: process {ident!r} exists"}
+            self.procs[ident] = Managed(self.workdir, ident, argv)
+            return 201, self.procs[ident].describe()
+
+    def process(self, ident: str, stop: bool) -> tuple[int, Any]:
+        p = self.procs.get(ident)
+        if p is None:
+            return 404, {"error": f"no process {ident!r}"}
+        if stop:
+            p.stop()
+        return 200, p.describe()
+
+    def start_sampling(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.sampler:
+            self.sampler.stopped.set()
+        self.sampler = Sampler(body.get("period_ms", 100) / 1000, {int(p) for p in body["ports"]})
+        self.sampler.start()
+        return 201, {"period_ms": body.get("period_ms", 100)}
+
+    def samples(self) -> tuple[int, Any]:
+        return 200, {"samples": list(self.sampler.samples) if self.sampler else []}
+
+    def bpf(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if body.get("action") == "register":
+            r = subprocess.run(
+                ["bpftool", "struct_ops", "register", body["object"]],
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode == 0:
+                self.registered_bpf.add(body["name"])
+        elif body.get("action") == "unregister":
+            r = subprocess.run(
+                ["bpftool", "struct_ops", "unregister", "name", body["name"]],
+                capture_output=True,
+                text=True,
+            )
+            self.registered_bpf.discard(body["name"])
+        else:
+            return 400, {"error": "action: must be register or unregister"}
+        if r.returncode != 0:
+            return 500, {"error": f"bpftool: {r.stderr.strip()}"}
+        return 200, {"name": body["name"], "action": body["action"]}
+
+    def shutdown(self) -> None:
+        if self.sampler:
+            self.sampler.stopped.set()
+        for p in self.procs.values():
+            p.stop()
+            p.close()
+        for name in list(self.registered_bpf):
+            subprocess.run(
+                ["bpftool", "struct_ops", "unregister", "name", name], capture_output=True
+            )
+
+
+def make_handler(agent: Agent) -> type[JsonHandler]:
+    class Handler(JsonHandler):
+        def _dispatch(self, method: str) -> None:
+            parts = [p for p in self.path.split("?")[0].split("/") if p]
+            try:
+                body = self.read_json() if method == "POST" else None
+                status, out = route(agent, method, parts, body)
+            except (KeyError, TypeError, ValueError) as exc:
+                status, out = 400, {"error": f"bad request: {exc!r}"}
+            self.send_json(status, out)
+
+        def do_GET(self) -> None:
+            self._dispatch("GET")
+
+        def do_POST(self) -> None:
+            self._dispatch("POST")
+
+        def do_DELETE(self) -> None:
+            self._dispatch("DELETE")
+
+    return Handler
+
+
+def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, Any]:
+    match method, parts:
+        case "GET", ["health"]:
+            return agent.health()
+        case "POST", ["sysctl"]:
+            return agent.sysctl(body)
+        case "POST", ["offloads"]:
+            return agent.offloads(body)
+        case "POST", ["processes"]:
+            return agent.start_process(body)
+        case "GET", ["processes", ident]:
+            return agent.process(ident, stop=False)
+        case "DELETE", ["processes", ident]:
+            return agent.process(ident, stop=True)
+        case "POST", ["sampling"]:
+            return agent.start_sampling(body)
+        case "GET", ["sampling"]:
+            return agent.samples()
+        case "GET", ["netstat"]:
+            return 200, tcpinfo.netstat()
+        case "POST", ["bpf"]:
+            return agent.bpf(body)
+    return 404, {"error": f"no route {method} /{'/'.join(parts)}"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="SatLab host agent")
+    ap.add_argument("--socket", required=True, help="Unix socket path to listen on")
+    ap.add_argument("--name", required=True, help="the box's role in the testbed")
+    args = ap.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix=f"satlab-agent-{args.name}-"))
+    agent = Agent(args.name, workdir)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(args.socket)
+    server = UnixHTTPServer(args.socket, make_handler(agent))
+
+    def stop(signum: int, frame: object) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        agent.shutdown()
+        server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(args.socket)
+
+
+if __name__ == "__main__":
+    main()

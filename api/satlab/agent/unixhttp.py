@@ -1,0 +1,80 @@
+"""HTTP/1.1 over a Unix stream socket, server and client, with the standard library only.
+
+A Unix socket path is visible from every network namespace, so the orchestrator reaches agents in
+namespaces without any address; a container or physical host uses TCP with the same protocol.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import socketserver
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+
+class UnixHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
+    address_family = socket.AF_UNIX
+    daemon_threads = True
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = "agent", 0
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def address_string(self) -> str:  # Unix peers have no address
+        return "unix"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the orchestrator logs
+        pass
+
+    def read_json(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def send_json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("agent", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.unix_path)
+        self.sock = sock
+
+
+class AgentError(RuntimeError):
+    """An agent answered with an error, or could not be reached."""
+
+
+def request(path: str, method: str, url: str, body: Any = None, timeout: float = 10.0) -> Any:
+    conn = UnixHTTPConnection(path, timeout)
+    try:
+        payload = None if body is None else json.dumps(body)
+        headers = {"Content-Type": "application/json"} if payload else {}
+        conn.request(method, url, body=payload, headers=headers)
+        resp = conn.getresponse()
+        data = json.loads(resp.read() or b"null")
+    except (OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
+        raise AgentError(f"agent at {path}: {method} {url}: {exc}") from exc
+    finally:
+        conn.close()
+    if resp.status >= 400:
+        raise AgentError(
+            f"agent at {path}: {method} {url}: {resp.status} {data.get('error', data)}"
+        )
+    return data

@@ -1,0 +1,141 @@
+"""The `satlab` command line.
+
+satlab run SCENARIO.yaml [-o DIR]   run every configuration of a scenario on local testbeds
+satlab schema                        print the scenario JSON Schema
+satlab sweep                         remove testbeds left by crashed runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from satlab.scenario import Scenario, ScenarioError, expand_runs, json_schema, load_scenario
+from satlab.stats import Estimate, mean_ci95
+from satlab.testbed.runner import run_one
+from satlab.testbed.testbed import sweep
+
+console = Console()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        sc = load_scenario(Path(args.scenario))
+    except ScenarioError as err:
+        console.print(f"[red]scenario {args.scenario} is not valid:[/red]\n{err}")
+        return 2
+    runs = expand_runs(sc)
+    out_dir = Path(args.output or f"results/{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    console.print(f"{sc.name}: {len(runs)} runs of {sc.duration_s:g} s; results in {out_dir}")
+    results = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        total = bar.add_task("all runs", total=len(runs), info="")
+        for n, spec in enumerate(runs, 1):
+            label = f"run {n}/{len(runs)} {spec.configuration.name}"
+            if spec.sweep_value is not None:
+                label += f" {sc.sweep.path if sc.sweep else ''}={spec.sweep_value}"
+            task = bar.add_task(label, total=1.0, info="setting up")
+
+            def show(fraction: float, message: str, task: TaskID = task) -> None:
+                bar.update(task, completed=fraction, info=message)
+
+            res = run_one(sc, spec, show)
+            (out_dir / f"run-{n:03d}.json").write_text(json.dumps(res))
+            results.append(res)
+            info = "ok" if res["status"] == "ok" else f"FAILED: {res.get('error', '')[:80]}"
+            bar.update(task, completed=1.0, info=info)
+            bar.update(total, advance=1)
+    summary = compare(sc, results)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print_table(sc, summary)
+    failed = [r for r in results if r["status"] != "ok"]
+    for r in failed:
+        console.print(
+            f"[red]{r['configuration']} rep {r['repetition']} failed:[/red] {r.get('error')}"
+        )
+    return 1 if failed else 0
+
+
+def compare(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per configuration and sweep value: the first traffic item's goodput, completion time and
+    the senders' retransmissions, as mean and 95% interval over repetitions."""
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        if r["status"] == "ok":
+            groups[(r["configuration"], (r["sweep"] or {}).get("value"))].append(r)
+    rows = []
+    for cfg in sc.configurations:
+        values = sc.sweep.values if sc.sweep else [None]
+        for v in values:
+            rs = groups.get((cfg.name, v), [])
+            good = [r["flows"][0]["goodput_bps"] for r in rs if r["flows"][0].get("goodput_bps")]
+            done = [r["flows"][0]["completion_s"] for r in rs if r["flows"][0].get("completion_s")]
+            retx = [float(sum(h["Tcp.RetransSegs"] for h in r["hosts"].values())) for r in rs]
+            rows.append(
+                {
+                    "configuration": cfg.name,
+                    "sweep_value": v,
+                    "runs": len(rs),
+                    "goodput_bps": mean_ci95(good).__dict__,
+                    "completion_s": mean_ci95(done).__dict__,
+                    "retransmissions": mean_ci95(retx).__dict__,
+                }
+            )
+    return rows
+
+
+def print_table(sc: Scenario, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"{sc.name}: mean ± 95% CI over {sc.repetitions} repetition(s)")
+    table.add_column("configuration")
+    if sc.sweep:
+        table.add_column(sc.sweep.path)
+    for col in ("runs", "goodput Mbit/s", "completion s", "retransmissions"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        cells = [row["configuration"]] + ([str(row["sweep_value"])] if sc.sweep else [])
+        cells += [
+            str(row["runs"]),
+            Estimate(**row["goodput_bps"]).format(1e6),
+            Estimate(**row["completion_s"]).format(),
+            Estimate(**row["retransmissions"]).format(digits=0),
+        ]
+        table.add_row(*cells)
+    console.print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="satlab", description="SatLab: GEO link experiments")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="run a scenario locally on network-namespace testbeds (root)")
+    p.add_argument("scenario")
+    p.add_argument("-o", "--output", help="results directory (default results/NAME-TIME)")
+    sub.add_parser("schema", help="print the scenario JSON Schema")
+    sub.add_parser("sweep", help="remove testbeds left behind by crashed runs")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        sys.exit(cmd_run(args))
+    elif args.cmd == "schema":
+        print(json_schema())
+    else:
+        swept = sweep()
+        print(f"removed {len(swept)} testbed(s) {' '.join(swept)}")
+
+
+if __name__ == "__main__":
+    main()

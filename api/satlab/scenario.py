@@ -1,0 +1,227 @@
+"""Scenario schema v1: one YAML file that reads like the experiment it describes.
+
+A scenario has a link (the emulator's configuration, see emulator/CONFIG.md), the end hosts and
+their TCP settings, the traffic, the transport configurations to compare, how to repeat and sweep.
+Every number carries its unit in its name and has bounds; errors name the field and the limit.
+`expand_runs` turns a scenario into the list of runs (configuration x sweep value x repetition).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HostSettings(Strict):
+    """Per-host TCP settings, applied as sysctls in every end host's namespace.
+
+    The buffer defaults (64 MiB) cover the bandwidth-delay product of a 500 ms, 1 Gbit/s GEO path,
+    so buffers never cap a flow unless a scenario asks for it.
+    """
+
+    sack: bool = True
+    ecn: Literal["off", "on", "passive"] = "passive"
+    timestamps: bool = True
+    rmem_max_bytes: int = Field(64 << 20, ge=4096, le=1 << 30)
+    wmem_max_bytes: int = Field(64 << 20, ge=4096, le=1 << 30)
+    window_clamp_bytes: int | None = Field(
+        None, ge=1024, le=1 << 30, description="receive window clamp"
+    )
+    mss_bytes: int | None = Field(None, ge=536, le=1460, description="advertised MSS clamp")
+    initial_cwnd_packets: int | None = Field(None, ge=1, le=100, description="route initcwnd")
+
+
+class Hosts(Strict):
+    servers: int = Field(1, ge=1, le=16, description="terrestrial hosts behind the gateway")
+    clients: int = Field(1, ge=1, le=16, description="hosts behind the satellite terminal")
+    mtu_bytes: int = Field(1500, ge=576, le=9000)
+    settings: HostSettings = HostSettings()
+
+
+class BulkTcp(Strict):
+    """A bulk TCP transfer of an exact byte count, or for a duration."""
+
+    kind: Literal["bulk_tcp"]
+    direction: Literal["download", "upload"] = "download"
+    bytes: int | None = Field(None, ge=1, le=1 << 40)
+    duration_s: float | None = Field(None, gt=0, le=3600)
+    parallel: int = Field(1, ge=1, le=64, description="parallel connections for one user")
+    client: int = Field(1, ge=1, le=16, description="which client host (1-based)")
+    server: int = Field(1, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _one_stop_rule(self) -> BulkTcp:
+        if (self.bytes is None) == (self.duration_s is None):
+            raise ValueError("give exactly one of bytes or duration_s")
+        return self
+
+
+class ShortFlows(Strict):
+    """N objects fetched one after another, each on a new connection."""
+
+    kind: Literal["short_flows"]
+    direction: Literal["download", "upload"] = "download"
+    count: int = Field(ge=1, le=10000)
+    size_distribution: Literal["fixed", "exponential", "pareto"] = "exponential"
+    mean_size_bytes: int = Field(ge=1, le=1 << 30)
+    pareto_shape: float = Field(1.2, gt=1.0, le=10.0)
+    client: int = Field(1, ge=1, le=16)
+    server: int = Field(1, ge=1, le=16)
+
+
+class UdpCross(Strict):
+    """UDP cross traffic at a constant rate, or exponential on/off (the ETEN report's)."""
+
+    kind: Literal["udp_cbr", "udp_onoff"]
+    direction: Literal["download", "upload"] = "download"
+    rate_bps: float = Field(gt=0, le=10e9)
+    packet_bytes: int = Field(1200, ge=28, le=1472)
+    mean_on_s: float = Field(1.0, gt=0, le=600)
+    mean_off_s: float = Field(1.0, gt=0, le=600)
+    client: int = Field(1, ge=1, le=16)
+    server: int = Field(1, ge=1, le=16)
+
+
+Traffic = Annotated[BulkTcp | ShortFlows | UdpCross, Field(discriminator="kind")]
+
+
+class Transport(Strict):
+    """How the end hosts' TCP behaves in one configuration."""
+
+    congestion_control: str = Field(
+        "cubic",
+        pattern=r"^[a-z0-9_]{1,15}$",
+        description="a kernel algorithm (cubic, reno, bbr) or a project eBPF one (endhosts/bpf)",
+    )
+
+
+class Configuration(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")
+    transport: Transport = Transport()
+
+
+class Sweep(Strict):
+    """One link parameter varied over values; `path` is a dotted path into `link`."""
+
+    path: str = Field(pattern=r"^[a-z_][a-z0-9_.]*$", examples=["forward.bit_errors.ber"])
+    values: list[float | int | str] = Field(min_length=1, max_length=50)
+
+
+class Scenario(Strict):
+    version: Literal[1] = 1
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    description: str = ""
+    seed: int = Field(1, ge=0, le=2**63 - 1)
+    duration_s: float = Field(30, gt=0, le=3600, description="run length; flows stop at the end")
+    repetitions: int = Field(1, ge=1, le=100, description="each with seed + repetition index")
+    sample_period_ms: int = Field(100, ge=10, le=10000)
+    link: dict[str, Any] = Field(
+        default_factory=dict, description="the emulator configuration (emulator/CONFIG.md)"
+    )
+    hosts: Hosts = Hosts()
+    traffic: list[Traffic] = Field(min_length=1, max_length=64)
+    configurations: list[Configuration] = Field(min_length=1, max_length=32)
+    sweep: Sweep | None = None
+
+    @model_validator(mode="after")
+    def _references_exist(self) -> Scenario:
+        names = [c.name for c in self.configurations]
+        if len(set(names)) != len(names):
+            raise ValueError("configurations: names must be unique")
+        for i, t in enumerate(self.traffic):
+            if t.client > self.hosts.clients:
+                raise ValueError(
+                    f"traffic.{i}.client: {t.client} > hosts.clients ({self.hosts.clients})"
+                )
+            if t.server > self.hosts.servers:
+                raise ValueError(
+                    f"traffic.{i}.server: {t.server} > hosts.servers ({self.hosts.servers})"
+                )
+        return self
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used, with every problem as `field: reason` lines."""
+
+
+def format_validation_error(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(scenario)"
+        lines.append(f"{where}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def parse_scenario(data: Any) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(format_validation_error(err)) from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{path}: not valid YAML: {err}") from None
+    except OSError as err:
+        raise ScenarioError(f"{path}: {err.strerror}") from None
+    return parse_scenario(data)
+
+
+def json_schema() -> str:
+    return json.dumps(Scenario.model_json_schema(), indent=2)
+
+
+class RunSpec(BaseModel):
+    """One run: a configuration on the link with the sweep value applied, one repetition."""
+
+    configuration: Configuration
+    sweep_value: float | int | str | None
+    repetition: int
+    seed: int
+    link: dict[str, Any]
+
+
+def set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ScenarioError(f"sweep.path: {dotted!r} goes through a non-mapping at {k!r}")
+    node[keys[-1]] = value
+
+
+def expand_runs(sc: Scenario) -> list[RunSpec]:
+    """Every run of the scenario. The seed depends on the repetition only, so all configurations
+    (and sweep points) of one repetition see the same channel: same trace, same error pattern."""
+    values: list[float | int | str | None] = list(sc.sweep.values) if sc.sweep else [None]
+    runs = []
+    for rep in range(sc.repetitions):
+        for v in values:
+            link = copy.deepcopy(sc.link)
+            if sc.sweep is not None and v is not None:
+                set_path(link, sc.sweep.path, v)
+            for cfg in sc.configurations:
+                runs.append(
+                    RunSpec(
+                        configuration=cfg,
+                        sweep_value=v,
+                        repetition=rep,
+                        seed=sc.seed + rep,
+                        link=link,
+                    )
+                )
+    return runs

@@ -1,0 +1,34 @@
+"""Aggregation over repetitions: mean with a Student-t 95% confidence interval."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class Estimate:
+    mean: float
+    half_width: float | None  # None with a single sample: no interval can be given
+    n: int
+
+    def format(self, scale: float = 1.0, digits: int = 2) -> str:
+        if self.n == 0:
+            return "-"
+        m = self.mean / scale
+        if self.half_width is None:
+            return f"{m:.{digits}f}"
+        return f"{m:.{digits}f} ± {self.half_width / scale:.{digits}f}"
+
+
+def mean_ci95(values: list[float]) -> Estimate:
+    n = len(values)
+    if n == 0:
+        return Estimate(math.nan, None, 0)
+    mean = sum(values) / n
+    if n == 1:
+        return Estimate(mean, None, 1)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return Estimate(mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n), n)

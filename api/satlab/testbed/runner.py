@@ -1,0 +1,298 @@
+"""Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
+
+Order: testbed up -> host settings -> emulator started with the run's seed -> sinks -> TCP_INFO
+sampling -> senders -> wait (agents watched; the run fails with the reason if one dies) -> stop ->
+collect -> teardown. A fresh testbed and a fresh emulator per run means every configuration starts
+from the same channel state at t=0.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from satlab import __version__
+from satlab.agent.unixhttp import AgentError
+from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
+from satlab.testbed.telemetry import TelemetryReader
+from satlab.testbed.testbed import Testbed, TestbedError
+
+RESULT_SCHEMA = "satlab.run/1"
+BASE_PORT = 5001
+STOP_GRACE_S = 5.0
+
+Progress = Callable[[float, str], None]
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+def emulator_config(spec: RunSpec, tb: Testbed, period_ms: int) -> dict[str, Any]:
+    """The scenario's link with what only the testbed knows: ports, seed, telemetry socket."""
+    cfg: dict[str, Any] = json.loads(json.dumps(spec.link))
+    cfg["seed"] = spec.seed
+    cfg["ports"] = {
+        "gw": {"kind": "af_packet", "interface": "gw"},
+        "st": {"kind": "af_packet", "interface": "st"},
+    }
+    cfg["telemetry"] = {
+        **cfg.get("telemetry", {}),
+        "socket": str(tb.dir / "emulator.sock"),
+        "period_ms": period_ms,
+    }
+    return cfg
+
+
+def _roles(t: BulkTcp | ShortFlows | UdpCross) -> tuple[str, str]:
+    """(sender, receiver) host roles of a traffic item."""
+    server, client = f"srv{t.server}", f"cli{t.client}"
+    return (server, client) if t.direction == "download" else (client, server)
+
+
+def _sender_args(
+    t: BulkTcp | ShortFlows | UdpCross, dst: str, port: int, cc: str, seed: int, duration_s: float
+) -> list[str]:
+    common = ["--dst", dst, "--port", str(port), "--cc", cc, "--seed", str(seed)]
+    if isinstance(t, BulkTcp):
+        stop = ["--bytes", str(t.bytes)] if t.bytes else ["--duration", str(t.duration_s)]
+        return ["bulk", *common, "--parallel", str(t.parallel), *stop]
+    if isinstance(t, ShortFlows):
+        return [
+            "short",
+            *common,
+            "--count",
+            str(t.count),
+            "--dist",
+            t.size_distribution,
+            "--mean",
+            str(t.mean_size_bytes),
+            "--shape",
+            str(t.pareto_shape),
+        ]
+    args = [
+        "udp",
+        *common,
+        "--rate",
+        str(t.rate_bps),
+        "--size",
+        str(t.packet_bytes),
+        "--duration",
+        str(duration_s),
+    ]
+    return args + (
+        ["--onoff", str(t.mean_on_s), str(t.mean_off_s)] if t.kind == "udp_onoff" else []
+    )
+
+
+def run_one(sc: Scenario, spec: RunSpec, progress: Progress | None = None) -> dict[str, Any]:
+    started = time.time()
+    result: dict[str, Any] = {
+        "schema": RESULT_SCHEMA,
+        "scenario": sc.name,
+        "configuration": spec.configuration.name,
+        "sweep": {"path": sc.sweep.path, "value": spec.sweep_value} if sc.sweep else None,
+        "repetition": spec.repetition,
+        "seed": spec.seed,
+        "inputs": {
+            "scenario": sc.model_dump(mode="json"),
+            "link": spec.link,
+            "versions": {"satlab": __version__, "kernel": platform.release()},
+        },
+        "started_at": started,
+        "status": "running",
+    }
+    try:
+        with Testbed(sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes) as tb:
+            result["testbed_id"] = tb.id
+            result.update(_execute(sc, spec, tb, progress or (lambda f, m: None)))
+            result["status"] = "ok"
+            result["setup_s"] = result.pop("_setup_s")
+    except (RunFailed, TestbedError, AgentError, TimeoutError) as exc:
+        result["status"] = "failed"
+        result["error"] = str(exc)
+    result["wall_s"] = time.time() - started
+    return result
+
+
+def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> dict[str, Any]:
+    t_setup = time.monotonic()
+    tb.apply_host_settings(sc.hosts.settings)
+    cfg_path = tb.dir / "emulator.yaml"
+    cfg_path.write_text(yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms)))
+    tb.agent(
+        "emu",
+        "POST",
+        "/processes",
+        {"id": "emulator", "kind": "emulator", "args": ["--config", str(cfg_path)]},
+    )
+    telemetry = TelemetryReader(tb.dir / "emulator.sock")
+    try:
+        telemetry.wait_connected()
+    except TimeoutError:
+        emu = tb.agent("emu", "GET", "/processes/emulator")
+        raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
+    hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
+    netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
+
+    cc = spec.configuration.transport.congestion_control
+    senders: dict[int, str] = {}
+    sample_ports: dict[str, list[int]] = {}
+    for i, t in enumerate(sc.traffic):
+        sender, receiver = _roles(t)
+        tb.agent(
+            receiver,
+            "POST",
+            "/processes",
+            {"id": f"sink{i}", "kind": "traffic", "args": ["sink", "--port", str(BASE_PORT + i)]},
+        )
+        senders[i] = sender
+        sample_ports.setdefault(sender, []).append(BASE_PORT + i)
+    for role, ports in sample_ports.items():
+        tb.agent(role, "POST", "/sampling", {"period_ms": sc.sample_period_ms, "ports": ports})
+    time.sleep(0.1)  # sinks listening
+    setup_s = time.monotonic() - t_setup
+    t0 = time.monotonic()
+    for i, t in enumerate(sc.traffic):
+        _, receiver = _roles(t)
+        args = _sender_args(
+            t,
+            tb.topo.address(receiver) if tb.topo else "",
+            BASE_PORT + i,
+            cc,
+            spec.seed + i,
+            sc.duration_s,
+        )
+        tb.agent(
+            senders[i], "POST", "/processes", {"id": f"send{i}", "kind": "traffic", "args": args}
+        )
+
+    _wait(sc, tb, senders, t0, progress)
+    flows_out = {i: tb.agent(senders[i], "DELETE", f"/processes/send{i}") for i in senders}
+    sinks_out = {
+        i: tb.agent(_roles(t)[1], "DELETE", f"/processes/sink{i}") for i, t in enumerate(sc.traffic)
+    }
+    samples = {r: tb.agent(r, "GET", "/sampling")["samples"] for r in sample_ports}
+    netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
+    emu = tb.agent("emu", "DELETE", "/processes/emulator")
+    telemetry.stop()
+    if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
+        raise RunFailed(f"emulator failed: {emu['stderr'][-500:]}")
+
+    flows = [_flow_summary(i, t, flows_out[i], sinks_out[i], t0) for i, t in enumerate(sc.traffic)]
+    return {
+        "_setup_s": setup_s,
+        "t0_monotonic": t0,
+        "flows": flows,
+        "hosts": {r: _counter_diff(netstat_before[r], netstat_after[r]) for r in hosts},
+        "link_events": dict(telemetry.event_counts),
+        "timeseries": {
+            "tcp": [
+                {**s, "t": round(s["t"] - t0, 4), "host": r}
+                for r, ss in samples.items()
+                for s in ss
+            ],
+            "link": [{**rec, "t": round(rec["t"] - t0, 4)} for rec in telemetry.records],
+        },
+    }
+
+
+def _wait(
+    sc: Scenario, tb: Testbed, senders: dict[int, str], t0: float, progress: Progress
+) -> None:
+    running = set(senders)
+    while running:
+        elapsed = time.monotonic() - t0
+        for role in ["emu", *set(senders.values())]:
+            if not tb.agent_alive(role):
+                raise RunFailed(f"agent {role} died during the run (at t={elapsed:.1f} s)")
+        for i in list(running):
+            st = tb.agent(senders[i], "GET", f"/processes/send{i}")
+            if st["state"] != "running":
+                running.discard(i)
+                if st["state"] == "failed":
+                    raise RunFailed(f"traffic {i} sender failed: {st['stderr'][-500:]}")
+        emu = tb.agent("emu", "GET", "/processes/emulator")
+        if emu["state"] != "running":
+            raise RunFailed(f"emulator exited during the run: {emu['stderr'][-500:]}")
+        if elapsed >= sc.duration_s + STOP_GRACE_S:
+            break  # senders still going are stopped and reported incomplete
+        progress(min(1.0, elapsed / sc.duration_s), f"{len(running)} flow(s) running")
+        time.sleep(0.2)
+
+
+def _counter_diff(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    keys = (
+        "Tcp.RetransSegs",
+        "Tcp.OutSegs",
+        "Tcp.InSegs",
+        "Tcp.InCsumErrors",
+        "TcpExt.TCPDSACKOldSent",
+        "TcpExt.TCPDSACKOfoSent",
+        "TcpExt.TCPLossProbes",
+        "TcpExt.TCPTimeouts",
+        "TcpExt.TCPSackRecovery",
+    )
+    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+
+
+def _flow_summary(
+    i: int,
+    t: BulkTcp | ShortFlows | UdpCross,
+    sender: dict[str, Any],
+    sink: dict[str, Any],
+    t0: float,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"traffic": i, "kind": t.kind, "direction": t.direction}
+    res, rcv = sender.get("result") or {}, sink.get("result") or {}
+    if isinstance(t, UdpCross):
+        udp = rcv.get("udp", {})
+        sent = res.get("packets_sent", 0)
+        out.update(
+            packets_sent=sent,
+            packets_received=udp.get("packets", 0),
+            loss_fraction=(1 - udp.get("packets", 0) / sent) if sent else None,
+            goodput_bps=_rate(udp.get("bytes", 0), res.get("t_start"), udp.get("t_last")),
+        )
+        return out
+    conns = rcv.get("connections", [])
+    received = sum(c["bytes"] for c in conns)
+    if isinstance(t, BulkTcp):
+        sc_conns = res.get("connections", [])
+        starts = [c["t_start"] for c in sc_conns if "t_start" in c]
+        lasts = [c["t_last"] for c in conns if c["t_last"]]
+        complete = (
+            bool(sc_conns)
+            and all(c.get("complete") for c in sc_conns)
+            and sender["state"] == "done"
+        )
+        ends = [c["t_eof"] for c in conns if c["t_eof"]]
+        out.update(
+            bytes_received=received,
+            parallel=t.parallel,
+            complete=complete,
+            goodput_bps=_rate(received, min(starts, default=None), max(lasts, default=None)),
+            completion_s=(max(ends) - min(starts)) if complete and ends and starts else None,
+            start_s=(min(starts) - t0) if starts else None,
+        )
+    else:
+        fcts = [f["fct_s"] for f in res.get("flows", []) if "fct_s" in f]
+        out.update(
+            bytes_received=received,
+            objects=t.count,
+            completed=len(fcts),
+            fct_s=fcts,
+            mean_fct_s=sum(fcts) / len(fcts) if fcts else None,
+        )
+    return out
+
+
+def _rate(nbytes: int, start: float | None, end: float | None) -> float | None:
+    if start is None or end is None or end <= start:
+        return None
+    return 8 * nbytes / (end - start)

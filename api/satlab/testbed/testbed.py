@@ -1,0 +1,209 @@
+"""A testbed's lifecycle: namespaces up, one agent per box, host settings, and a teardown that
+leaves nothing behind, even after the orchestrator was SIGKILLed (the sweeper run at every start
+finds what a dead owner left, by the project's name prefix and a state directory per testbed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from satlab.agent.unixhttp import AgentError, request
+from satlab.scenario import HostSettings
+from satlab.testbed import topology
+
+STATE_ROOT = Path(os.environ.get("SATLAB_STATE_DIR", "/run/satlab/testbeds"))
+AGENT_START_TIMEOUT_S = 10.0
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_our_agent(pid: int) -> bool:
+    try:
+        return b"satlab.agent.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def sweep() -> list[str]:
+    """Remove every testbed whose owner process is gone: its agents (by recorded PID), then its
+    namespaces. Namespaces with the project prefix and no state directory are leftovers too."""
+    swept = []
+    known = set()
+    if STATE_ROOT.is_dir():
+        for d in STATE_ROOT.iterdir():
+            known.add(d.name)
+            try:
+                state = json.loads((d / "state.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                state = {"owner_pid": -1, "agents": {}}
+            if state["owner_pid"] > 0 and _alive(state["owner_pid"]):
+                continue
+            for pid in state["agents"].values():
+                if _is_our_agent(pid):
+                    os.kill(pid, signal.SIGKILL)
+            topology.teardown(d.name)
+            shutil.rmtree(d, ignore_errors=True)
+            swept.append(d.name)
+    for name in topology.project_namespaces():
+        tid = name[len(topology.PREFIX) :].split("-", 1)[0]
+        if tid not in known:
+            topology.teardown(tid)
+            swept.append(tid)
+    return swept
+
+
+class Testbed:
+    """`with Testbed(servers=1, clients=1) as tb:` gives a wired testbed with an agent per box."""
+
+    def __init__(self, servers: int = 1, clients: int = 1, mtu: int = 1500) -> None:
+        self.id = secrets.token_hex(2)
+        self.servers, self.clients, self.mtu = servers, clients, mtu
+        self.dir = STATE_ROOT / self.id
+        self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.topo: topology.Topology | None = None
+
+    # -- lifecycle --
+    def __enter__(self) -> Testbed:
+        sweep()
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self._save_state()
+        try:
+            self.topo = topology.build(self.id, self.servers, self.clients, self.mtu)
+            self._start_agents()
+            self._configure_forwarding()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for p in self.agent_procs.values():
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 5
+        for p in self.agent_procs.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        topology.teardown(self.id)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _save_state(self) -> None:
+        state = {
+            "owner_pid": os.getpid(),
+            "agents": {r: p.pid for r, p in self.agent_procs.items()},
+        }
+        (self.dir / "state.json").write_text(json.dumps(state))
+
+    def _start_agents(self) -> None:
+        assert self.topo is not None
+        for role, box in self.topo.boxes.items():
+            argv = [
+                "nsenter",
+                f"--net=/run/netns/{box.netns}",
+                "--",
+                sys.executable,
+                "-m",
+                "satlab.agent.server",
+                "--socket",
+                str(self.socket(role)),
+                "--name",
+                role,
+            ]
+            log = open(self.dir / f"agent-{role}.log", "wb")  # noqa: SIM115 (the child owns it)
+            self.agent_procs[role] = subprocess.Popen(
+                argv, stdout=log, stderr=log, start_new_session=True
+            )
+            log.close()
+        self._save_state()
+        deadline = time.monotonic() + AGENT_START_TIMEOUT_S
+        for role in self.agent_procs:
+            while True:
+                try:
+                    self.agent(role, "GET", "/health", timeout=1)
+                    break
+                except AgentError:
+                    if self.agent_procs[role].poll() is not None or time.monotonic() > deadline:
+                        log_text = (self.dir / f"agent-{role}.log").read_text()[-1000:]
+                        raise TestbedError(f"agent {role} did not start: {log_text}") from None
+                    time.sleep(0.05)
+
+    def _configure_forwarding(self) -> None:
+        assert self.topo is not None
+        for edge in ("gw", "st"):
+            self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
+        # Real packet sizes on every wire: the emulator must see each 1500-byte packet on its own,
+        # and checksums must be complete before it flips bits (DESIGN.md, platform facts).
+        for role in self.topo.host_roles:
+            self.agent(
+                role, "POST", "/offloads", {"interfaces": topology.interfaces(self.topo, role)}
+            )
+
+    # -- use --
+    def socket(self, role: str) -> Path:
+        return self.dir / f"{role}.sock"
+
+    def agent(
+        self, role: str, method: str, url: str, body: Any = None, timeout: float = 10.0
+    ) -> Any:
+        return request(str(self.socket(role)), method, url, body, timeout)
+
+    def agent_alive(self, role: str) -> bool:
+        return self.agent_procs[role].poll() is None
+
+    def apply_host_settings(self, s: HostSettings) -> None:
+        """TCP settings of every end host (sysctls in its namespace, route metrics)."""
+        assert self.topo is not None
+        sysctls = {
+            "net.ipv4.tcp_sack": int(s.sack),
+            "net.ipv4.tcp_ecn": {"off": 0, "on": 1, "passive": 2}[s.ecn],
+            "net.ipv4.tcp_timestamps": int(s.timestamps),
+            "net.ipv4.tcp_rmem": f"4096 131072 {s.rmem_max_bytes}",
+            "net.ipv4.tcp_wmem": f"4096 16384 {s.wmem_max_bytes}",
+            # Every run starts from the same state: no cached ssthresh/RTT from an earlier flow.
+            "net.ipv4.tcp_no_metrics_save": 1,
+        }
+        metrics = {}
+        if s.window_clamp_bytes:
+            metrics["RTAX_WINDOW"] = s.window_clamp_bytes
+        if s.mss_bytes:
+            metrics["RTAX_ADVMSS"] = s.mss_bytes
+        if s.initial_cwnd_packets:
+            metrics["RTAX_INITCWND"] = s.initial_cwnd_packets
+        for role in self.topo.host_roles:
+            if role in ("gw", "st"):
+                continue
+            out = self.agent(role, "POST", "/sysctl", sysctls)
+            if out["failed"]:
+                raise TestbedError(f"{role}: sysctls refused: {out['failed']}")
+            if metrics:
+                topology.set_default_route_metrics(self.topo, role, metrics)

@@ -1,0 +1,275 @@
+"""The project's traffic generator, run by host agents: `python -m satlab.traffic MODE ...`.
+
+Modes: `sink` (receives TCP and UDP, counts unique bytes), `bulk` (exact bytes or a duration over n
+parallel connections), `short` (N objects, sizes from a distribution, one connection each), `udp`
+(constant rate or exponential on/off). Each prints one JSON line with its measurements when it ends
+(SIGTERM ends a sink or a duration-less sender cleanly). Times are CLOCK_MONOTONIC seconds, the same
+clock in every namespace, so sender and receiver times combine into completion times.
+
+A data connection goes from the sending host to the receiving host's sink; a download is the server
+sending to the client. A completion is when the sender, after its last byte and a FIN, sees the
+sink's FIN: every byte was received by the application.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import selectors
+import signal
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+CHUNK = 256 * 1024
+stopping = threading.Event()
+
+
+def _on_term(signum: int, frame: object) -> None:
+    stopping.set()
+
+
+def _tcp_socket(cc: str | None) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if cc:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    return s
+
+
+def sink(port: int) -> dict[str, Any]:
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(1024)
+    lsock.setblocking(False)
+    usock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    usock.bind(("0.0.0.0", port))
+    usock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ, "accept")
+    sel.register(usock, selectors.EVENT_READ, "udp")
+    conns: list[dict[str, Any]] = []
+    udp: dict[str, Any] = {"packets": 0, "bytes": 0, "t_first": None, "t_last": None, "max_seq": -1}
+    buf = bytearray(CHUNK)
+    while not stopping.is_set():
+        for key, _ in sel.select(timeout=0.2):
+            now = time.monotonic()
+            if key.data == "accept":
+                c, peer = lsock.accept()
+                c.setblocking(False)
+                rec = {
+                    "peer": f"{peer[0]}:{peer[1]}",
+                    "bytes": 0,
+                    "t_accept": now,
+                    "t_first": None,
+                    "t_last": None,
+                    "t_eof": None,
+                }
+                conns.append(rec)
+                sel.register(c, selectors.EVENT_READ, rec)
+            elif key.data == "udp":
+                while True:
+                    try:
+                        n = usock.recv_into(buf)
+                    except BlockingIOError:
+                        break
+                    udp["packets"] += 1
+                    udp["bytes"] += n
+                    udp["t_first"] = udp["t_first"] or now
+                    udp["t_last"] = now
+                    if n >= 8:
+                        udp["max_seq"] = max(udp["max_seq"], struct.unpack_from("!Q", buf)[0])
+            else:
+                rec = key.data
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    n = sock.recv_into(buf)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except ConnectionError:
+                    n = 0
+                if n:
+                    rec["bytes"] += n
+                    rec["t_first"] = rec["t_first"] or now
+                    rec["t_last"] = now
+                else:
+                    rec["t_eof"] = now
+                    sel.unregister(sock)
+                    sock.close()
+    return {"mode": "sink", "connections": conns, "udp": udp}
+
+
+def _send_bytes(
+    dst: str, port: int, cc: str | None, nbytes: int | None, until: float | None
+) -> dict[str, Any]:
+    t_start = time.monotonic()
+    s = _tcp_socket(cc)
+    try:
+        s.connect((dst, port))
+        t_conn = time.monotonic()
+        payload = memoryview(bytes(CHUNK))
+        sent = 0
+        s.settimeout(0.5)
+        while not stopping.is_set():
+            want = CHUNK if nbytes is None else min(CHUNK, nbytes - sent)
+            if want <= 0 or (until is not None and time.monotonic() >= until):
+                break
+            try:
+                sent += s.send(payload[:want])
+            except TimeoutError:
+                continue
+        s.shutdown(socket.SHUT_WR)
+        s.settimeout(None if not stopping.is_set() else 1.0)
+        while s.recv(4096):
+            pass
+        return {
+            "t_start": t_start,
+            "t_connected": t_conn,
+            "t_end": time.monotonic(),
+            "bytes_sent": sent,
+            "local_port": s.getsockname()[1],
+            "complete": nbytes is None or sent == nbytes,
+        }
+    except OSError as exc:
+        return {"t_start": t_start, "error": str(exc), "bytes_sent": 0, "complete": False}
+    finally:
+        s.close()
+
+
+def bulk(
+    dst: str, port: int, cc: str | None, parallel: int, nbytes: int | None, duration: float | None
+) -> dict[str, Any]:
+    until = time.monotonic() + duration if duration else None
+    shares: list[int | None] = [None] * parallel
+    if nbytes is not None:
+        shares = [nbytes // parallel] * parallel
+        shares[0] = nbytes - (parallel - 1) * (nbytes // parallel)
+    results: list[dict[str, Any]] = [{} for _ in range(parallel)]
+
+    def one(i: int) -> None:
+        results[i] = _send_bytes(dst, port, cc, shares[i], until)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(parallel)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"mode": "bulk", "connections": results}
+
+
+def object_sizes(count: int, dist: str, mean: int, shape: float, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    if dist == "fixed":
+        return [mean] * count
+    if dist == "exponential":
+        return [max(1, round(rng.expovariate(1 / mean))) for _ in range(count)]
+    # Pareto with the given shape, scaled so that its mean is `mean`.
+    scale = mean * (shape - 1) / shape
+    return [max(1, round(scale * rng.paretovariate(shape))) for _ in range(count)]
+
+
+def short(dst: str, port: int, cc: str | None, sizes: list[int]) -> dict[str, Any]:
+    flows = []
+    for size in sizes:
+        if stopping.is_set():
+            break
+        r = _send_bytes(dst, port, cc, size, None)
+        r["size"] = size
+        if "t_end" in r:
+            r["fct_s"] = r["t_end"] - r["t_start"]
+        flows.append(r)
+    return {"mode": "short", "flows": flows}
+
+
+def udp(
+    dst: str,
+    port: int,
+    rate_bps: float,
+    size: int,
+    duration: float,
+    onoff: tuple[float, float] | None,
+    seed: int,
+) -> dict[str, Any]:
+    """Paced UDP; each datagram starts with a 64-bit sequence number so the sink counts losses."""
+    rng = random.Random(seed)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    gap = size * 8 / rate_bps
+    payload = bytearray(size)
+    seq = sent_bytes = 0
+    t0 = time.monotonic()
+    end = t0 + duration
+    next_send = t0
+    on_until = t0 + (rng.expovariate(1 / onoff[0]) if onoff else duration)
+    while not stopping.is_set() and next_send < end:
+        now = time.monotonic()
+        if now >= on_until and onoff:  # an off period, then a new on period
+            next_send = now + rng.expovariate(1 / onoff[1])
+            on_until = next_send + rng.expovariate(1 / onoff[0])
+            continue
+        if next_send > now:
+            time.sleep(min(next_send - now, 0.01))
+            continue
+        struct.pack_into("!Q", payload, 0, seq)
+        try:
+            s.sendto(payload, (dst, port))
+            sent_bytes += size
+            seq += 1
+        except OSError:
+            pass  # a full local queue is a loss like any other
+        next_send += gap
+    return {
+        "mode": "udp",
+        "packets_sent": seq,
+        "bytes_sent": sent_bytes,
+        "t_start": t0,
+        "t_end": time.monotonic(),
+    }
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, _on_term)
+    ap = argparse.ArgumentParser(prog="satlab.traffic")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    p = sub.add_parser("sink")
+    p.add_argument("--port", type=int, required=True)
+    for name in ("bulk", "short", "udp"):
+        p = sub.add_parser(name)
+        p.add_argument("--dst", required=True)
+        p.add_argument("--port", type=int, required=True)
+        p.add_argument("--cc")
+        p.add_argument("--seed", type=int, default=1)
+        if name == "bulk":
+            p.add_argument("--parallel", type=int, default=1)
+            p.add_argument("--bytes", type=int)
+            p.add_argument("--duration", type=float)
+        elif name == "short":
+            p.add_argument("--count", type=int, required=True)
+            p.add_argument("--dist", default="exponential")
+            p.add_argument("--mean", type=int, required=True)
+            p.add_argument("--shape", type=float, default=1.2)
+        else:
+            p.add_argument("--rate", type=float, required=True)
+            p.add_argument("--size", type=int, default=1200)
+            p.add_argument("--duration", type=float, required=True)
+            p.add_argument("--onoff", type=float, nargs=2)
+    a = ap.parse_args()
+    if a.mode == "sink":
+        out = sink(a.port)
+    elif a.mode == "bulk":
+        out = bulk(a.dst, a.port, a.cc, a.parallel, a.bytes, a.duration)
+    elif a.mode == "short":
+        out = short(a.dst, a.port, a.cc, object_sizes(a.count, a.dist, a.mean, a.shape, a.seed))
+    else:
+        out = udp(
+            a.dst, a.port, a.rate, a.size, a.duration, tuple(a.onoff) if a.onoff else None, a.seed
+        )
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

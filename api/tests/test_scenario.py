@@ -1,0 +1,76 @@
+from pathlib import Path
+
+import pytest
+
+from satlab.scenario import ScenarioError, expand_runs, load_scenario, parse_scenario
+
+BASE = {
+    "name": "t",
+    "traffic": [{"kind": "bulk_tcp", "bytes": 1000}],
+    "configurations": [
+        {"name": "cubic"},
+        {"name": "reno", "transport": {"congestion_control": "reno"}},
+    ],
+}
+
+
+def test_a_short_scenario_gets_geo_defaults() -> None:
+    sc = parse_scenario(BASE)
+    assert sc.hosts.settings.rmem_max_bytes >= 32 << 20  # a GEO bandwidth-delay product fits
+    assert sc.repetitions == 1 and sc.sample_period_ms == 100
+
+
+def test_errors_name_the_field_and_the_limit() -> None:
+    bad = {**BASE, "duration_s": 0, "hosts": {"clients": 99}}
+    with pytest.raises(ScenarioError) as exc:
+        parse_scenario(bad)
+    msg = str(exc.value)
+    assert "duration_s: Input should be greater than 0" in msg
+    assert "hosts.clients: Input should be less than or equal to 16" in msg
+
+
+def test_unknown_fields_are_rejected_by_name() -> None:
+    with pytest.raises(ScenarioError, match="durration_s: Extra inputs are not permitted"):
+        parse_scenario({**BASE, "durration_s": 3})
+
+
+def test_bulk_needs_exactly_one_stop_rule() -> None:
+    with pytest.raises(ScenarioError, match="traffic.0.bulk_tcp: Value error, give exactly one"):
+        parse_scenario({**BASE, "traffic": [{"kind": "bulk_tcp", "bytes": 5, "duration_s": 1}]})
+
+
+def test_traffic_must_reference_existing_hosts() -> None:
+    with pytest.raises(ScenarioError, match=r"traffic.0.client: 2 > hosts.clients \(1\)"):
+        parse_scenario({**BASE, "traffic": [{"kind": "bulk_tcp", "bytes": 5, "client": 2}]})
+
+
+def test_runs_pair_configurations_on_the_same_seed() -> None:
+    sc = parse_scenario(
+        {
+            **BASE,
+            "repetitions": 3,
+            "seed": 10,
+            "sweep": {"path": "forward.bit_errors.ber", "values": [0, 1e-6]},
+        }
+    )
+    runs = expand_runs(sc)
+    assert len(runs) == 2 * 2 * 3
+    for rep in range(3):  # every configuration and sweep point of a repetition: one seed
+        assert {r.seed for r in runs if r.repetition == rep} == {10 + rep}
+    assert runs[-1].link == {"forward": {"bit_errors": {"ber": 1e-6}}}
+    assert sc.link == {}  # expansion never mutates the scenario
+
+
+def test_load_reports_the_file_on_bad_yaml(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text("name: [unclosed\n")
+    with pytest.raises(ScenarioError, match="s.yaml: not valid YAML"):
+        load_scenario(f)
+
+
+def test_shipped_scenarios_are_valid() -> None:
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    files = sorted(root.glob("*.yaml"))
+    assert files, "scenarios/*.yaml missing"
+    for f in files:
+        load_scenario(f)

@@ -1,0 +1,99 @@
+"""Topology up and down, parallel testbeds, and the sweeper after a SIGKILLed owner."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from satlab.testbed import topology
+from satlab.testbed.testbed import Testbed, sweep
+
+
+def _in_ns(ns: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["nsenter", f"--net=/run/netns/{ns}", *argv], capture_output=True, text=True
+    )
+
+
+def _running(pid: int) -> bool:
+    """True for a live process; a zombie (killed, not yet reaped by its new parent) is not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_testbed_comes_up_wired_and_goes_away_completely() -> None:
+    t0 = time.monotonic()
+    with Testbed(servers=2, clients=2) as tb:
+        setup_s = time.monotonic() - t0
+        assert tb.topo is not None
+        assert len(topology.project_namespaces(tb.id)) == 7  # srv1 srv2 gw emu st cli1 cli2
+        pids = [p.pid for p in tb.agent_procs.values()]
+        for role in tb.agent_procs:
+            assert tb.agent(role, "GET", "/health")["name"] == role
+        # LAN sides route to their edge; offloads are off on the hosts' interfaces.
+        assert (
+            _in_ns(tb.topo.ns("srv2"), "ping", "-c1", "-W2", tb.topo.address("gw")).returncode == 0
+        )
+        assert (
+            _in_ns(tb.topo.ns("cli1"), "ping", "-c1", "-W2", tb.topo.address("st")).returncode == 0
+        )
+        feats = _in_ns(tb.topo.ns("cli1"), "ethtool", "-k", "eth0").stdout
+        assert "tcp-segmentation-offload: off" in feats and "generic-receive-offload: off" in feats
+    assert setup_s < 3.0, f"set-up took {setup_s:.2f} s"
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists(), f"agent {pid} still running"
+
+
+def test_two_testbeds_do_not_interfere() -> None:
+    with Testbed() as a, Testbed() as b:
+        assert a.id != b.id
+        assert a.topo is not None and b.topo is not None
+        # Same addresses, separate namespaces: each agent sits in its own.
+        ino_a = a.agent("cli1", "GET", "/health")["netns_inode"]
+        ino_b = b.agent("cli1", "GET", "/health")["netns_inode"]
+        assert ino_a != ino_b
+        a.agent("cli1", "POST", "/sysctl", {"net.ipv4.tcp_sack": 0})
+        b.agent("cli1", "POST", "/sysctl", {"net.ipv4.tcp_sack": 1})
+        sack_a = _in_ns(a.topo.ns("cli1"), "sysctl", "-n", "net.ipv4.tcp_sack").stdout.strip()
+        sack_b = _in_ns(b.topo.ns("cli1"), "sysctl", "-n", "net.ipv4.tcp_sack").stdout.strip()
+        assert (sack_a, sack_b) == ("0", "1")
+
+
+OWNER = """
+import pathlib, sys, time
+from satlab.testbed import testbed
+testbed.STATE_ROOT = pathlib.Path(sys.argv[1])
+tb = testbed.Testbed().__enter__()
+print(tb.id, flush=True)
+time.sleep(60)
+"""
+
+
+def test_sweeper_cleans_up_after_a_killed_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setattr("satlab.testbed.testbed.STATE_ROOT", state)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(state)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None
+        tid = owner.stdout.readline().strip()
+        assert topology.project_namespaces(tid)
+        recorded = json.loads((state / tid / "state.json").read_text())["agents"]
+        agents = [int(pid) for pid in recorded.values()]
+    finally:
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+    assert tid in sweep()
+    assert not topology.project_namespaces(tid)
+    time.sleep(0.2)
+    assert not any(_running(pid) for pid in agents)
