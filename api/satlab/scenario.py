@@ -170,6 +170,25 @@ def parse_scenario(data: Any) -> Scenario:
         raise ScenarioError(format_validation_error(err)) from None
 
 
+# Keys of the emulator configuration whose values are file paths (emulator/CONFIG.md).
+LINK_PATH_KEYS = {"modcod_table", "per_table", "path", "file", "pattern_file", "record_file"}
+
+
+def resolve_link_paths(link: Any, base: Path) -> Any:
+    """Relative file paths in the link become absolute against the scenario file's directory, so
+    the emulator finds them wherever its own configuration file is written."""
+    if isinstance(link, dict):
+        return {
+            k: str((base / v).resolve())
+            if k in LINK_PATH_KEYS and isinstance(v, str) and not Path(v).is_absolute()
+            else resolve_link_paths(v, base)
+            for k, v in link.items()
+        }
+    if isinstance(link, list):
+        return [resolve_link_paths(v, base) for v in link]
+    return link
+
+
 def load_scenario(path: Path) -> Scenario:
     try:
         data = yaml.safe_load(path.read_text())
@@ -177,6 +196,8 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: not valid YAML: {err}") from None
     except OSError as err:
         raise ScenarioError(f"{path}: {err.strerror}") from None
+    if isinstance(data, dict) and isinstance(data.get("link"), dict):
+        data["link"] = resolve_link_paths(data["link"], path.parent)
     return parse_scenario(data)
 
 

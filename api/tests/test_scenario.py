@@ -74,3 +74,14 @@ def test_shipped_scenarios_are_valid() -> None:
     assert files, "scenarios/*.yaml missing"
     for f in files:
         load_scenario(f)
+
+
+def test_relative_link_files_resolve_against_the_scenario(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "name: t\ntraffic: [{kind: bulk_tcp, bytes: 10}]\nconfigurations: [{name: c}]\n"
+        "link: {forward: {downlink: {attenuation: {kind: file, file: traces/a.txt}}}}\n"
+    )
+    sc = load_scenario(f)
+    got = sc.link["forward"]["downlink"]["attenuation"]["file"]
+    assert got == str(tmp_path / "traces/a.txt")

@@ -1,0 +1,98 @@
+"""Whole runs through the real emulator: link utilisation, sampling, and a crashing agent."""
+
+import json
+import os
+import signal
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from satlab.scenario import expand_runs, parse_scenario
+from satlab.testbed.runner import run_one
+
+# A GEO-like path with a 10 Mbit/s fixed-rate forward link: 135 ms each way = 270 ms RTT. The queue
+# holds one bandwidth-delay product (10 Mbit/s x 0.27 s = 338 kB), enough for Reno-style sawtooth.
+LINK: dict[str, Any] = {
+    "forward": {
+        "kind": "fixed",
+        "rate_bps": 10e6,
+        "delay_ms": 135,
+        "queue": {"limit_packets": 300, "limit_bytes": 450000},
+    },
+    "return": {"kind": "fixed", "rate_bps": 10e6, "delay_ms": 135},
+}
+
+
+def scenario(**over: Any) -> dict[str, Any]:
+    base = {
+        "name": "t",
+        "link": LINK,
+        "duration_s": 10,
+        "traffic": [{"kind": "bulk_tcp", "duration_s": 10}],
+        "configurations": [{"name": "cubic", "transport": {"congestion_control": "cubic"}}],
+    }
+    return {**base, **over}
+
+
+def run(sc_dict: dict[str, Any]) -> dict[str, Any]:
+    sc = parse_scenario(sc_dict)
+    return run_one(sc, expand_runs(sc)[0])
+
+
+def test_cubic_fills_a_geo_link_after_slow_start(emulator_bin: Path) -> None:
+    res = run(scenario())
+    assert res["status"] == "ok", res.get("error")
+    useful = (
+        res["timeseries"]["link"][-1]["forward"]["useful_rate_bps"]
+        if "forward" in res["timeseries"]["link"][-1]
+        else res["timeseries"]["link"][-1]["useful_rate_bps"]
+    )
+    tcp = [s for s in res["timeseries"]["tcp"] if s["bytes_acked"]]
+    after = [s for s in tcp if s["t"] >= 3.0]  # slow start at 270 ms RTT is over in about 2 s
+    rate = (
+        8 * (after[-1]["bytes_acked"] - after[0]["bytes_acked"]) / (after[-1]["t"] - after[0]["t"])
+    )
+    assert rate >= 0.85 * useful, f"{rate / 1e6:.2f} Mbit/s of {useful / 1e6:.2f} after slow start"
+    flow = res["flows"][0]
+    assert flow["bytes_received"] > 0 and flow["goodput_bps"] > 0.7 * useful
+
+
+def test_samples_arrive_at_the_requested_period(emulator_bin: Path) -> None:
+    res = run(
+        scenario(sample_period_ms=50, duration_s=4, traffic=[{"kind": "bulk_tcp", "duration_s": 4}])
+    )
+    assert res["status"] == "ok", res.get("error")
+    times = sorted({s["t"] for s in res["timeseries"]["tcp"]})
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(times) >= 0.8 * 4 / 0.05
+    assert abs(statistics.median(gaps) - 0.05) < 0.01
+    link_times = [r["t"] for r in res["timeseries"]["link"]]
+    assert len(link_times) >= 0.8 * 4 / 0.05
+
+
+def test_a_killed_agent_fails_the_run_with_its_reason(emulator_bin: Path, tmp_path: Path) -> None:
+    import satlab.testbed.testbed as tbmod
+
+    out: dict[str, Any] = {}
+    th = threading.Thread(
+        target=lambda: out.update(
+            run(scenario(duration_s=20, traffic=[{"kind": "bulk_tcp", "duration_s": 20}]))
+        )
+    )
+    th.start()
+    deadline = time.monotonic() + 15
+    pid = None
+    while pid is None and time.monotonic() < deadline:  # the testbed's state names its agents
+        for state in Path(tbmod.STATE_ROOT).glob("*/state.json"):
+            pid = json.loads(state.read_text())["agents"].get("srv1")
+        time.sleep(0.2)
+    assert pid, "testbed never came up"
+    time.sleep(3)
+    os.kill(pid, signal.SIGKILL)
+    th.join(60)
+    assert out["status"] == "failed"
+    assert "agent srv1 died" in out["error"]
