@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             def show(fraction: float, message: str, task: TaskID = task) -> None:
                 bar.update(task, completed=fraction, info=message)
 
-            res = run_one(sc, spec, show)
+            res = run_one(sc, spec, show, artifacts=out_dir / f"run-{n:03d}")
             (out_dir / f"run-{n:03d}.json").write_text(json.dumps(res))
             results.append(res)
             info = "ok" if res["status"] == "ok" else f"FAILED: {res.get('error', '')[:80]}"

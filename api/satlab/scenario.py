@@ -118,6 +118,13 @@ class Sweep(Strict):
     values: list[float | int | str] = Field(min_length=1, max_length=50)
 
 
+class Capture(Strict):
+    """A size-capped pcap of every end host's interface (headers only by default)."""
+
+    snaplen_bytes: int = Field(128, ge=64, le=65535)
+    max_bytes_per_host: int = Field(20_000_000, ge=10_000, le=1_000_000_000)
+
+
 class Scenario(Strict):
     version: Literal[1] = 1
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -133,6 +140,7 @@ class Scenario(Strict):
     traffic: list[Traffic] = Field(min_length=1, max_length=64)
     configurations: list[Configuration] = Field(min_length=1, max_length=32)
     sweep: Sweep | None = None
+    capture: Capture | None = None
 
     @model_validator(mode="after")
     def _references_exist(self) -> Scenario:

@@ -4,15 +4,16 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /health                      who and where the agent is
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
-  POST /processes   {id, kind, args} start a traffic generator (kind=traffic) or the emulator
+  POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, or a
+                                    packet capture (kind=capture, args [iface, file, snaplen, count])
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
   POST /bpf         {action: register|unregister, object|name}  struct_ops via bpftool
-Only these programs run: the project's traffic generator, its emulator, ethtool and bpftool, so an
-agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, its emulator, tcpdump, ethtool and
+bpftool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -143,8 +144,23 @@ class Agent:
             argv = [sys.executable, "-m", "satlab.traffic", *args]
         elif kind == "emulator":
             argv = [str(EMULATOR_BIN), *args]
+        elif kind == "capture":
+            iface, path, snaplen, count = args
+            # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
+            argv = [
+                "tcpdump",
+                "-i",
+                iface,
+                "-s",
+                str(int(snaplen)),
+                "-c",
+                str(int(count)),
+                "-U",
+                "-w",
+                path,
+            ]
         else:
-            return 400, {"error": f"kind: {kind!r} is not one of traffic, emulator"}
+            return 400, {"error": f"kind: {kind!r} is not one of traffic, emulator, capture"}
         with self.lock:
             if ident in self.procs:
                 return 409, {"error": f"id: process {ident!r} exists"}

@@ -12,6 +12,7 @@ import json
 import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -90,7 +91,10 @@ def _sender_args(
     )
 
 
-def run_one(sc: Scenario, spec: RunSpec, progress: Progress | None = None) -> dict[str, Any]:
+def run_one(
+    sc: Scenario, spec: RunSpec, progress: Progress | None = None, artifacts: Path | None = None
+) -> dict[str, Any]:
+    """Runs one run; `artifacts` is where pcaps are kept (the testbed's own directory goes away)."""
     started = time.time()
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
@@ -110,7 +114,7 @@ def run_one(sc: Scenario, spec: RunSpec, progress: Progress | None = None) -> di
     try:
         with Testbed(sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes) as tb:
             result["testbed_id"] = tb.id
-            result.update(_execute(sc, spec, tb, progress or (lambda f, m: None)))
+            result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
             result["status"] = "ok"
             result["setup_s"] = result.pop("_setup_s")
     except (RunFailed, TestbedError, AgentError, TimeoutError) as exc:
@@ -120,7 +124,9 @@ def run_one(sc: Scenario, spec: RunSpec, progress: Progress | None = None) -> di
     return result
 
 
-def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> dict[str, Any]:
+def _execute(
+    sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress, artifacts: Path | None
+) -> dict[str, Any]:
     t_setup = time.monotonic()
     tb.apply_host_settings(sc.hosts.settings)
     cfg_path = tb.dir / "emulator.yaml"
@@ -139,6 +145,7 @@ def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> di
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
+    pcaps = _start_captures(sc, tb, hosts, artifacts)
 
     cc = spec.configuration.transport.congestion_control
     senders: dict[int, str] = {}
@@ -179,6 +186,8 @@ def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> di
     }
     samples = {r: tb.agent(r, "GET", "/sampling")["samples"] for r in sample_ports}
     netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
+    for role in pcaps:
+        tb.agent(role, "DELETE", "/processes/capture")
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
@@ -191,6 +200,7 @@ def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> di
         "flows": flows,
         "hosts": {r: _counter_diff(netstat_before[r], netstat_after[r]) for r in hosts},
         "link_events": dict(telemetry.event_counts),
+        "artifacts": {f"pcap.{role}": str(path) for role, path in pcaps.items()},
         "timeseries": {
             "tcp": [
                 {**s, "t": round(s["t"] - t0, 4), "host": r}
@@ -200,6 +210,21 @@ def _execute(sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress) -> di
             "link": [{**rec, "t": round(rec["t"] - t0, 4)} for rec in telemetry.records],
         },
     }
+
+
+def _start_captures(
+    sc: Scenario, tb: Testbed, hosts: list[str], artifacts: Path | None
+) -> dict[str, Path]:
+    if sc.capture is None or artifacts is None:
+        return {}
+    artifacts.mkdir(parents=True, exist_ok=True)
+    count = sc.capture.max_bytes_per_host // (sc.capture.snaplen_bytes + 16)
+    pcaps = {}
+    for role in hosts:
+        pcaps[role] = artifacts / f"{role}.pcap"
+        args = ["eth0", str(pcaps[role]), sc.capture.snaplen_bytes, count]
+        tb.agent(role, "POST", "/processes", {"id": "capture", "kind": "capture", "args": args})
+    return pcaps
 
 
 def _wait(
