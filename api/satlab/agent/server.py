@@ -5,7 +5,7 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, or a
-                                    packet capture (kind=capture, args [iface, file, snaplen, count])
+                                    pcap (kind=capture, args [iface, file, snaplen, count])
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
