@@ -19,8 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from satlab import remote_cli
 from satlab.scenario import Scenario, ScenarioError, expand_runs, json_schema, load_scenario
 from satlab.stats import Estimate, mean_ci95
+from satlab.testbed.emulator import LinkConfigError, check_link
 from satlab.testbed.runner import run_one
 from satlab.testbed.testbed import sweep
 
@@ -34,6 +36,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"[red]scenario {args.scenario} is not valid:[/red]\n{err}")
         return 2
     runs = expand_runs(sc)
+    try:
+        for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
+            check_link(json.loads(link))
+    except LinkConfigError as err:
+        console.print(f"[red]scenario {args.scenario}: the emulator refuses the link:[/red]\n{err}")
+        return 2
     out_dir = Path(args.output or f"results/{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     out_dir.mkdir(parents=True, exist_ok=True)
     console.print(f"{sc.name}: {len(runs)} runs of {sc.duration_s:g} s; results in {out_dir}")
@@ -127,7 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-o", "--output", help="results directory (default results/NAME-TIME)")
     sub.add_parser("schema", help="print the scenario JSON Schema")
     sub.add_parser("sweep", help="remove testbeds left behind by crashed runs")
+    remote_cli.add_parsers(sub)  # submit, wait, list, show, compare, export, token, migrate, worker
     args = ap.parse_args(argv)
+    if remote_cli.handles(args.cmd):
+        sys.exit(remote_cli.dispatch(args))
     if args.cmd == "run":
         sys.exit(cmd_run(args))
     elif args.cmd == "schema":

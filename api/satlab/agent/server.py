@@ -34,9 +34,8 @@ from typing import Any
 
 from satlab.agent import tcpinfo
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
+from satlab.testbed.emulator import EMULATOR_BIN
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-EMULATOR_BIN = Path(os.environ.get("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator"))
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
 

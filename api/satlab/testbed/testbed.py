@@ -77,6 +77,8 @@ def sweep() -> list[str]:
 class Testbed:
     """`with Testbed(servers=1, clients=1) as tb:` gives a wired testbed with an agent per box."""
 
+    __test__ = False  # not a pytest test class, despite its name
+
     def __init__(self, servers: int = 1, clients: int = 1, mtu: int = 1500) -> None:
         self.id = secrets.token_hex(2)
         self.servers, self.clients, self.mtu = servers, clients, mtu

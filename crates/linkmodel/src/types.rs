@@ -1,0 +1,134 @@
+//! The types the I/O side exchanges with a [`crate::Direction`] (see docs/emulator-contract.md).
+
+use serde::{Deserialize, Serialize};
+
+/// Which way a [`crate::Direction`] carries packets. Forward = gateway -> terminal (gw port to st port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dir {
+    Forward,
+    Return,
+}
+
+impl Dir {
+    /// The other direction (the one that carries this direction's ACM feedback).
+    pub fn opposite(self) -> Dir {
+        match self {
+            Dir::Forward => Dir::Return,
+            Dir::Return => Dir::Forward,
+        }
+    }
+
+    /// "forward" / "return", as in the JSON contract and in configuration field paths.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dir::Forward => "forward",
+            Dir::Return => "return",
+        }
+    }
+}
+
+/// Where the bit errors of a corrupted packet fell. When several regions are hit, the most
+/// significant one is reported: IP header, then transport header, then payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HitRegion {
+    IpHeader,
+    TransportHeader,
+    Payload,
+}
+
+/// A packet hit by bit errors: the most significant region hit and how many bits were flipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hit {
+    #[serde(rename = "where")]
+    pub where_: HitRegion,
+    pub bits_flipped: u32,
+}
+
+/// Why a packet did not come out of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossCause {
+    /// The queue was full (packet or byte limit) when the packet was offered (drop-tail).
+    QueueDrop,
+    /// A BBFrame (or burst) carrying the packet, or one of its fragments, was erased (PER draw).
+    FrameErasure,
+    /// The packet got bit errors and `bit_errors.action` is `drop`.
+    Corruption(Hit),
+}
+
+/// What happened to one offered packet. Every offered packet yields exactly one outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Leaves the far port now; `corrupted` is set when bits were flipped (action `deliver`).
+    Deliver {
+        frame: Vec<u8>,
+        corrupted: Option<Hit>,
+    },
+    /// Lost; queue drops come out at once, erasures and corruption drops at the time the packet
+    /// would have reached the receiver (that is where a real receiver notices them).
+    Lost { frame: Vec<u8>, cause: LossCause },
+}
+
+/// A live change of one direction (POST /control). `None` / `false` leaves a setting as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlCommand {
+    /// Total attenuation of the direction in dB: replaces the uplink and downlink attenuation
+    /// sources (downlink = value, uplink = 0) until `resume_trace`.
+    #[serde(default)]
+    pub attenuation_db: Option<f64>,
+    /// Drop the attenuation override and go back to the configured sources.
+    #[serde(default)]
+    pub resume_trace: bool,
+    /// Replace the bit-error model by a uniform BER (0 = no bit errors).
+    #[serde(default)]
+    pub ber: Option<f64>,
+    /// Replace the propagation delay source by a fixed one-way delay in ms.
+    #[serde(default)]
+    pub delay_ms: Option<f64>,
+}
+
+/// The MODCOD in use (status JSON `modcod`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModcodStatus {
+    pub id: u32,
+    pub name: String,
+    pub efficiency: f64,
+    pub required_esn0_db: f64,
+}
+
+/// Per-direction counters (status JSON `counters`); they only grow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub offered_packets: u64,
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    pub queue_drops: u64,
+    pub frame_erasures: u64,
+    pub erased_packets: u64,
+    pub corrupted_packets: u64,
+    pub reordered_packets: u64,
+}
+
+/// Status of one direction; the JSON field names are part of the contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionStatus {
+    pub direction: Dir,
+    /// MODCOD the transmitter uses now; `null` for a fixed-rate link.
+    pub modcod: Option<ModcodStatus>,
+    /// Es/N0 (total C/N, dB) at the receiver now.
+    pub esn0_db: f64,
+    /// Total attenuation (uplink + downlink) now, dB.
+    pub attenuation_db: f64,
+    /// Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.
+    pub useful_rate_bps: f64,
+    /// One-way propagation delay now, ms.
+    pub delay_ms: f64,
+    /// Long-run average BER of the bit-error model (0 for none or an error-pattern file).
+    pub ber: f64,
+    pub queue_packets: u64,
+    pub queue_bytes: u64,
+    pub counters: Counters,
+}

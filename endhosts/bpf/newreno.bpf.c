@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * sl_newreno: SatLab's reference NewReno/SACK congestion control.
+ *
+ * The baseline every loss-differentiation scheme of the project is measured against and
+ * built from. Its response to a loss is exactly the kernel's tcp_reno (net/ipv4/tcp_cong.c):
+ *
+ *   RFC 5681 (TCP congestion control):
+ *     slow start           cwnd += packets ACKed, while cwnd < ssthresh        (sec. 3.1)
+ *     congestion avoidance cwnd += 1 per cwnd packets ACKed                    (sec. 3.1)
+ *     on loss              ssthresh = max(cwnd / 2, 2)                         (sec. 3.1, eq. 4)
+ *   RFC 6582 (NewReno fast recovery: partial ACKs keep the sender in recovery until
+ *   everything outstanding at the loss is ACKed), with SACK-based loss recovery
+ *   (RFC 6675, RACK-TLP RFC 8985) as the kernel does it.
+ *
+ * Like tcp_reno, Linux halves cwnd rather than RFC 5681's FlightSize, and the kernel, not
+ * this program, runs fast retransmit, recovery and the reduction towards ssthresh
+ * (PRR, RFC 6937); a tcp_congestion_ops only decides how the window grows and where a
+ * loss sets ssthresh. A spurious reduction detected by the kernel (DSACK, timestamps) is
+ * undone to the window before the loss.
+ *
+ * A scheme (bpf/<scheme>.bpf.c) differs from this file only in how it classifies a loss:
+ * a loss the scheme attributes to corruption on the satellite link rather than to
+ * congestion gets a different ssthresh (and, where the scheme needs it, different
+ * undo); window growth stays the arithmetic of tcp_ca_helpers.h. Comparing a scheme
+ * with sl_newreno therefore isolates the effect of its loss classification.
+ *
+ * Structure after the kernel BPF selftests progs/bpf_cubic.c and progs/bpf_dctcp.c.
+ */
+
+#include "tcp_ca_helpers.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* RFC 5681 eq. 4 as tcp_reno_ssthresh(): half the window, never below 2 packets. */
+static __always_inline __u32 newreno_loss_ssthresh(const struct tcp_sock *tp)
+{
+	return sl_max(tp->snd_cwnd >> 1U, 2U);
+}
+
+/* tcp_reno_ssthresh(): called when the kernel enters recovery or loss (RTO). */
+SEC("struct_ops/newreno_ssthresh")
+__u32 BPF_PROG(newreno_ssthresh, struct sock *sk)
+{
+	return newreno_loss_ssthresh(tcp_sk(sk));
+}
+
+/* tcp_reno_cong_avoid(): slow start below ssthresh, additive increase above it. */
+SEC("struct_ops/newreno_cong_avoid")
+void BPF_PROG(newreno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!sl_tcp_is_cwnd_limited(sk))
+		return;
+
+	/* In "safe" area, increase. */
+	if (sl_tcp_in_slow_start(tp)) {
+		acked = sl_tcp_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	/* In dangerous area, increase slowly. */
+	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+/*
+ * tcp_reno_undo_cwnd(): after a reduction the kernel found spurious, restore the window
+ * it had before (prior_cwnd, saved by the kernel when it entered recovery or loss).
+ */
+SEC("struct_ops/newreno_undo_cwnd")
+__u32 BPF_PROG(newreno_undo_cwnd, struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
+/*
+ * The struct_ops map. Its variable name is the map name bpftool shows and unregisters
+ * by; .name is what TCP_CONGESTION and net.ipv4.tcp_congestion_control select.
+ */
+SEC(".struct_ops")
+struct tcp_congestion_ops sl_newreno = {
+	.ssthresh	= (void *)newreno_ssthresh,
+	.cong_avoid	= (void *)newreno_cong_avoid,
+	.undo_cwnd	= (void *)newreno_undo_cwnd,
+	.name		= "sl_newreno",
+};
