@@ -91,3 +91,37 @@ def test_a_killed_agent_fails_the_run_with_its_reason(emulator_bin: Path, tmp_pa
     th.join(60)
     assert out["status"] == "failed"
     assert "agent srv1 died" in out["error"]
+
+
+def test_every_traffic_kind_is_measured(emulator_bin: Path) -> None:
+    res = run(
+        scenario(
+            duration_s=8,
+            hosts={"clients": 2},
+            traffic=[
+                {
+                    "kind": "short_flows",
+                    "count": 5,
+                    "size_distribution": "fixed",
+                    "mean_size_bytes": 20000,
+                },
+                {
+                    "kind": "udp_onoff",
+                    "rate_bps": 1e6,
+                    "packet_bytes": 1000,
+                    "mean_on_s": 1,
+                    "mean_off_s": 0.5,
+                    "client": 2,
+                },
+                {"kind": "bulk_tcp", "direction": "upload", "bytes": 200000, "parallel": 2},
+            ],
+        )
+    )
+    assert res["status"] == "ok", res.get("error")
+    short, udp, upload = res["flows"]
+    assert short["completed"] == 5 and short["bytes_received"] == 5 * 20000
+    # Each object needs a handshake and the data: at least 1.5 round trips of 270 ms.
+    assert all(0.4 < fct < 5 for fct in short["fct_s"])
+    assert udp["packets_sent"] > 0 and udp["packets_received"] == udp["packets_sent"]
+    assert upload["complete"] and upload["bytes_received"] == 200000 and upload["parallel"] == 2
+    assert res["hosts"]["srv1"]["Tcp.InSegs"] > 0
