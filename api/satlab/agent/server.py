@@ -25,7 +25,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -271,7 +270,9 @@ def main() -> None:
     ap.add_argument("--socket", required=True, help="Unix socket path to listen on")
     ap.add_argument("--name", required=True, help="the box's role in the testbed")
     args = ap.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix=f"satlab-agent-{args.name}-"))
+    # Process output lives beside the socket, in the testbed's directory, which teardown removes.
+    workdir = Path(args.socket).parent / f"agent-{args.name}"
+    workdir.mkdir(parents=True, exist_ok=True)
     agent = Agent(args.name, workdir)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(args.socket)
