@@ -1,15 +1,46 @@
-"""Database engine and sessions (SQLAlchemy 2, psycopg 3)."""
+"""Database engine and sessions (SQLAlchemy 2, psycopg 3) and the declarative base of the models."""
 
+from collections.abc import Iterator
 from functools import lru_cache
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, MetaData, create_engine, text
+from sqlalchemy.orm import DeclarativeBase, Session
 
 from satlab.settings import get_settings
+
+# Stable constraint names, so Alembic migrations can refer to them.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
 
 
 @lru_cache
 def get_engine() -> Engine:
-    return create_engine(get_settings().database_url, pool_pre_ping=True)
+    return create_engine(get_settings().database_url, pool_pre_ping=True, pool_size=10)
+
+
+def new_session() -> Session:
+    return Session(get_engine(), expire_on_commit=False)
+
+
+def get_session() -> Iterator[Session]:
+    """FastAPI dependency: one session per request, committed by the route's logic."""
+    with new_session() as session:
+        yield session
+
+
+def reset() -> None:
+    """Forget the engine and settings (tests switch databases with this)."""
+    get_settings.cache_clear()
+    get_engine.cache_clear()
 
 
 def server_version() -> str:

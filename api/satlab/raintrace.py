@@ -153,7 +153,7 @@ def site_parameters(
 
 
 def synthesize(params: RainParameters, n_ticks: int, tick_s: float, seed: int) -> FloatArray:
-    """n_ticks attenuation samples (dB), one per tick of tick_s seconds, stationary from the start."""
+    """n_ticks attenuation samples (dB), one per tick of tick_s seconds, stationary from tick 0."""
     if n_ticks < 1:
         raise ValueError(f"n_ticks: must be >= 1, got {n_ticks}")
     if tick_s <= 0:
@@ -202,9 +202,10 @@ def header_lines(params: RainParameters, tick_ms: float, seed: int, n_ticks: int
     s = params.site
     pts = " ".join(f"{p:g}%:{a:.3f}" for p, a in params.fit_points)
     return [
-        "SatLab rain-fade trace, ITU-R P.1853 (lognormal, 1st-order Gauss-Markov), OpenSAND File format",
-        f"columns: <tick> <attenuation dB>; tick = {tick_ms:g} ms (set the ACM refresh period to it); "
-        "linear interpolation",
+        "SatLab rain-fade trace, ITU-R P.1853 (lognormal, 1st-order Gauss-Markov), "
+        "OpenSAND File format",
+        f"columns: <tick> <attenuation dB>; tick = {tick_ms:g} ms "
+        "(set the ACM refresh period to it); linear interpolation",
         f"site: lat={s.get('lat')} lon={s.get('lon')} freq_ghz={s.get('freq_ghz')} "
         f"elevation_deg={s.get('elevation_deg')} hs_km={s.get('hs_km', 0):.4f} "
         f"tau_deg={s.get('tau_deg')}",
@@ -219,7 +220,7 @@ def header_lines(params: RainParameters, tick_ms: float, seed: int, n_ticks: int
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m satlab.raintrace",
-        description="Synthesize an ITU-R P.1853 rain-fade trace in OpenSAND's '<tick> <dB>' format.",
+        description="Synthesize an ITU-R P.1853 rain-fade trace (OpenSAND '<tick> <dB>' format).",
     )
     ap.add_argument("--lat", type=float, required=True, help="earth station latitude (deg)")
     ap.add_argument("--lon", type=float, required=True, help="earth station longitude (deg)")

@@ -17,6 +17,29 @@ class Settings(BaseSettings):
     # The built web UI (web/dist) is served at / when present.
     web_dist: Path = REPO_ROOT / "web" / "dist"
 
+    # Uploads and artifacts (bytes).
+    max_upload_bytes: int = 4 << 20  # traces, delay files, MODCOD and PER tables
+    max_scenario_bytes: int = 256 << 10  # one scenario YAML document
+    max_artifact_bytes: int = 20 << 20  # one artifact (pcap, log); larger ones are not stored
+
+    # Auth: default per-token rate limit (requests per minute, token bucket, per API process).
+    rate_limit_per_min: int = 600
+
+    # Experiments: set-up overhead per run used in estimates until runs have measured it.
+    default_setup_overhead_s: float = 3.0
+
+    # Workers.
+    heartbeat_period_s: float = 3.0  # a running run's heartbeat_at is refreshed this often
+    stale_after_s: float = 20.0  # a running run without a heartbeat for this long is orphaned
+    janitor_period_s: float = 10.0
+    max_attempts: int = 2  # a run orphaned by a dead worker is retried while attempt < this
+    control_timeout_s: float = 10.0  # live control: how long the API waits for the worker
+
+    @property
+    def libpq_url(self) -> str:
+        """The database URL without SQLAlchemy's driver suffix (for psycopg and procrastinate)."""
+        return self.database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+
 
 @lru_cache
 def get_settings() -> Settings:

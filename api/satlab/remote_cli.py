@@ -1,0 +1,636 @@
+"""The CI-facing `satlab` commands: talk to a SatLab service over REST.
+
+    satlab submit FILE [--sweep PATH=V1,V2,..] [--repetitions N] [--config NAME ..] [--priority N]
+                       [--idempotency-key KEY] [--wait] [--expect EXPR ..] [--baseline NAME]
+                       [--junit FILE]
+    satlab wait ID [--expect EXPR ..] [--junit FILE]
+    satlab list [--state S] [--scenario NAME] [--limit N]
+    satlab show ID
+    satlab compare ID [--baseline NAME] [--metric M ..]
+    satlab export ID [--format csv|json] [--what runs|aggregate] [-o FILE]
+    satlab token create --role ROLE --name NAME [--scope PATTERN ..] [--rate-limit N]
+                        [--expires-days D]
+    satlab token list | satlab token revoke ID        (these three write the database directly)
+    satlab migrate                                    (Alembic upgrade head)
+    satlab worker [--once]
+
+The service is SATLAB_URL (default http://127.0.0.1:8700), the token SATLAB_TOKEN (or --url,
+--token). Exit status: 0 all runs succeeded and every expectation held; 1 a run failed or an
+expectation did not hold; 2 the request was refused (invalid scenario, auth, ...).
+
+Expectations (`--expect`, evaluated on the comparison once the experiment has ended):
+
+    FUNC(METRIC, CONFIG[/BASELINE][, sweep=VALUE]) OP NUMBER
+    FUNC: mean | ratio | ratio_low | ratio_high   (ratio_* are the 95% Fieller bounds)
+    OP:   >= > <= < == !=
+    e.g.  ratio(goodput_bps, bbr/cubic, sweep=1e-6) >= 1.2
+          mean(completion_s, bbr) < 30
+
+Without `sweep=` it must hold at every sweep point. METRIC is one of goodput_bps,
+total_goodput_bps, completion_s, mean_fct_s, retransmissions, jain_fairness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import operator
+import os
+import re
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+out = Console()
+TERMINAL = ("succeeded", "failed", "cancelled")
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Client:
+    def __init__(self, url: str, token: str | None) -> None:
+        if not token:
+            raise CliError("no token: set SATLAB_TOKEN or pass --token")
+        self.http = httpx.Client(
+            base_url=url.rstrip("/"),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60.0,
+        )
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self.http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise CliError(f"cannot reach the service: {exc}") from None
+        if r.status_code >= 400:
+            try:
+                body = r.json()
+                msg = body.get("detail") or r.text
+            except ValueError:
+                msg = r.text
+            raise CliError(f"{method} {path}: {r.status_code}\n{msg}")
+        ctype = r.headers.get("content-type", "")
+        return r.json() if ctype.startswith("application/json") else r.text
+
+
+# -- submit --
+
+FILE_KEYS = {"modcod_table": "modcod", "per_table": "per"}
+
+
+def _file_refs(link: Any, where: str = "link") -> list[tuple[str, str, str]]:
+    """(field path, key, value) of every file reference in a link."""
+    from satlab.scenario import LINK_PATH_KEYS
+
+    found: list[tuple[str, str, str]] = []
+    if isinstance(link, dict):
+        for k, v in link.items():
+            if k in LINK_PATH_KEYS and isinstance(v, str):
+                found.append((f"{where}.{k}", k, v))
+            else:
+                found += _file_refs(v, f"{where}.{k}")
+    elif isinstance(link, list):
+        for i, v in enumerate(link):
+            found += _file_refs(v, f"{where}.{i}")
+    return found
+
+
+def _kind(where: str, key: str) -> str:
+    if key in FILE_KEYS:
+        return FILE_KEYS[key]
+    return "delay" if "delay" in where else "attenuation"
+
+
+def upload_files(client: Client, scenario: Path, data: dict[str, Any]) -> None:
+    seen = set()
+    for where, key, ref in _file_refs(data.get("link") or {}):
+        if ref in seen:
+            continue
+        seen.add(ref)
+        if key in ("pattern_file", "record_file"):
+            raise CliError(f"{where}: error-pattern files cannot be uploaded yet ({ref})")
+        path = Path(ref) if Path(ref).is_absolute() else scenario.parent / ref
+        try:
+            content = path.read_bytes()
+        except OSError as err:
+            raise CliError(f"{where}: cannot read {path}: {err.strerror}") from None
+        f = client.call(
+            "POST", "/api/files", params={"name": ref, "kind": _kind(where, key)}, content=content
+        )
+        console.print(f"uploaded {ref} ({f['kind']}, {f['size_bytes']} bytes, id {f['id']})")
+
+
+def parse_sweep(text: str) -> dict[str, Any]:
+    path, sep, values = text.partition("=")
+    if not sep or not values:
+        raise CliError(f"--sweep {text!r}: expected PATH=V1,V2,...")
+
+    def value(v: str) -> float | int | str:
+        for conv in (int, float):
+            try:
+                return conv(v)
+            except ValueError:
+                pass
+        return v
+
+    return {"path": path.strip(), "values": [value(v.strip()) for v in values.split(",")]}
+
+
+def cmd_submit(client: Client, args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text()
+        data = yaml.safe_load(text)
+    except (OSError, yaml.YAMLError) as err:
+        raise CliError(f"{path}: {err}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: not a scenario (a YAML mapping)")
+    upload_files(client, path, data)
+    sc = client.call(
+        "POST",
+        "/api/scenarios/import",
+        content=text.encode(),
+        headers={"Content-Type": "application/yaml"},
+    )
+    console.print(f"scenario {sc['name']} (id {sc['id']}) revision {sc['latest']['number']}")
+    body: dict[str, Any] = {"scenario_id": sc["id"], "priority": args.priority}
+    if args.sweep:
+        body["sweep"] = parse_sweep(args.sweep)
+    if args.repetitions:
+        body["repetitions"] = args.repetitions
+    if args.config:
+        body["configurations"] = args.config
+    key = args.idempotency_key or os.environ.get("SATLAB_IDEMPOTENCY_KEY")
+    headers = {"Idempotency-Key": key} if key else {}
+    sub = client.call("POST", "/api/experiments", json=body, headers=headers)
+    exp, est = sub["experiment"], sub["estimate"]
+    verb = "submitted" if sub["created"] else "already submitted (same idempotency key)"
+    console.print(
+        f"experiment {exp['id']} {verb}: {est['runs']} runs, estimated "
+        f"{est['total_s'] / 60:.1f} min ({est['per_run_s']:.0f} s per run)"
+    )
+    print(exp["id"])
+    if not args.wait:
+        return 0
+    return wait_and_check(client, exp["id"], args)
+
+
+# -- wait, expectations, JUnit --
+
+
+def wait(client: Client, exp_id: int, poll_s: float = 2.0) -> dict[str, Any]:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.1f}/{task.total} runs {task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        task = None
+        while True:
+            exp = client.call("GET", f"/api/experiments/{exp_id}")
+            runs = exp["runs"] or []
+            done = sum(1 for r in runs if r["state"] in TERMINAL)
+            going = [r for r in runs if r["state"] == "running"]
+            info = ", ".join(f"{k} {v}" for k, v in sorted(exp["runs_by_state"].items()))
+            if going:
+                r = going[0]
+                info += f" | now {r['configuration']} rep {r['repetition']}"
+            if task is None:
+                task = bar.add_task(f"experiment {exp_id}", total=len(runs), info=info)
+            bar.update(task, completed=done + sum(r["progress"] for r in going), info=info)
+            if exp["state"] in TERMINAL:
+                return dict(exp)
+            time.sleep(poll_s)
+
+
+EXPECT_RE = re.compile(
+    r"^\s*(?P<func>mean|ratio|ratio_low|ratio_high)\s*\(\s*(?P<metric>[a-z_]+)\s*,\s*"
+    r"(?P<config>[A-Za-z0-9_.+-]+)\s*(?:/\s*(?P<base>[A-Za-z0-9_.+-]+)\s*)?"
+    r"(?:,\s*sweep\s*=\s*(?P<sweep>[^)]+?)\s*)?\)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
+    r"(?P<value>[-+0-9.eE]+)\s*$"
+)
+OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+@dataclass
+class Expectation:
+    text: str
+    func: str
+    metric: str
+    config: str
+    baseline: str | None
+    sweep: str | None
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> Expectation:
+        m = EXPECT_RE.match(text)
+        if not m:
+            raise CliError(
+                f"--expect {text!r}: expected FUNC(METRIC, CONFIG[/BASELINE][, sweep=V]) OP NUMBER"
+            )
+        if m["func"] != "mean" and not m["base"]:
+            raise CliError(f"--expect {text!r}: {m['func']} needs CONFIG/BASELINE")
+        try:
+            value = float(m["value"])
+        except ValueError:
+            raise CliError(f"--expect {text!r}: {m['value']!r} is not a number") from None
+        return cls(text, m["func"], m["metric"], m["config"], m["base"], m["sweep"], m["op"], value)
+
+
+def _same_sweep(want: str, got: Any) -> bool:
+    try:
+        return math.isclose(float(want), float(got), rel_tol=1e-9)
+    except (TypeError, ValueError):
+        return str(got) == want
+
+
+def evaluate(e: Expectation, comparison: dict[str, Any]) -> tuple[bool, str]:
+    field = {"mean": "mean", "ratio": "ratio", "ratio_low": "low", "ratio_high": "high"}[e.func]
+    points = [
+        p for p in comparison["points"] if e.sweep is None or _same_sweep(e.sweep, p["sweep_value"])
+    ]
+    if not points:
+        return False, f"no sweep point {e.sweep}"
+    notes = []
+    ok = True
+    for p in points:
+        entry = next((c for c in p["configurations"] if c["configuration"] == e.config), None)
+        where = "" if p["sweep_value"] is None else f" at sweep={p['sweep_value']}"
+        if entry is None:
+            return False, f"no configuration {e.config!r}"
+        if e.metric not in entry["metrics"]:
+            return False, f"unknown metric {e.metric!r}"
+        v = entry["metrics"][e.metric][field]
+        if v is None:
+            ok = False
+            notes.append(f"{e.func}{where}: no value (failed runs, or too few repetitions)")
+            continue
+        held = OPS[e.op](float(v), e.value)
+        ok = ok and held
+        notes.append(f"{e.func}{where} = {float(v):.4g} {'holds' if held else 'FAILS'}")
+    return ok, "; ".join(notes)
+
+
+def check_expectations(
+    client: Client, exp_id: int, texts: list[str]
+) -> list[tuple[Expectation, bool, str]]:
+    expects = [Expectation.parse(t) for t in texts]
+    by_base: dict[str | None, dict[str, Any]] = {}
+    verdicts = []
+    for e in expects:
+        if e.baseline not in by_base:
+            params: dict[str, Any] = {"baseline": e.baseline} if e.baseline else {}
+            by_base[e.baseline] = client.call(
+                "GET", f"/api/experiments/{exp_id}/comparison", params=params
+            )
+        ok, note = evaluate(e, by_base[e.baseline])
+        verdicts.append((e, ok, note))
+    return verdicts
+
+
+def junit(exp: dict[str, Any], verdicts: list[tuple[Expectation, bool, str]], path: Path) -> None:
+    suites = ET.Element("testsuites")
+    runs = exp["runs"] or []
+    failures = sum(1 for r in runs if r["state"] != "succeeded") + sum(
+        1 for _, ok, _ in verdicts if not ok
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"satlab experiment {exp['id']} ({exp['scenario_name']})",
+        tests=str(len(runs) + len(verdicts)),
+        failures=str(failures),
+    )
+    for r in runs:
+        name = f"run {r['index']}: {r['configuration']}"
+        if r["sweep_value"] is not None:
+            name += f" sweep={r['sweep_value']}"
+        name += f" rep {r['repetition']}"
+        dur = 0.0
+        case = ET.SubElement(suite, "testcase", classname="satlab.runs", name=name, time=f"{dur}")
+        if r["state"] != "succeeded":
+            fail = ET.SubElement(case, "failure", message=f"run {r['state']}")
+            fail.text = r.get("error") or r["state"]
+    for e, ok, note in verdicts:
+        case = ET.SubElement(suite, "testcase", classname="satlab.expect", name=e.text)
+        if not ok:
+            fail = ET.SubElement(case, "failure", message=note)
+            fail.text = note
+        else:
+            ET.SubElement(case, "system-out").text = note
+    ET.indent(suites)
+    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True))
+
+
+def wait_and_check(client: Client, exp_id: int, args: argparse.Namespace) -> int:
+    for t in args.expect or []:
+        Expectation.parse(t)  # a typo fails before the wait, not after
+    exp = wait(client, exp_id)
+    console.print(f"experiment {exp_id} {exp['state']}")
+    show_comparison(client, exp_id, args.baseline, None)
+    verdicts = check_expectations(client, exp_id, args.expect or [])
+    for e, ok, note in verdicts:
+        console.print(f"[{'green' if ok else 'red'}]{'PASS' if ok else 'FAIL'}[/] {e.text}: {note}")
+    if args.junit:
+        junit(exp, verdicts, Path(args.junit))
+        console.print(f"JUnit XML written to {args.junit}")
+    failed_runs = [r for r in exp["runs"] or [] if r["state"] != "succeeded"]
+    for r in failed_runs:
+        console.print(f"[red]run {r['id']} {r['configuration']} {r['state']}:[/] {r.get('error')}")
+    return 1 if failed_runs or not all(ok for _, ok, _ in verdicts) else 0
+
+
+# -- list, show, compare, export --
+
+
+def cmd_list(client: Client, args: argparse.Namespace) -> int:
+    params = {"limit": args.limit}
+    if args.state:
+        params["state"] = args.state
+    if args.scenario:
+        params["scenario"] = args.scenario
+    page = client.call("GET", "/api/experiments", params=params)
+    t = Table(title=f"experiments ({page['total']} in all)")
+    for c in ("id", "scenario", "state", "runs", "estimate", "created"):
+        t.add_column(c)
+    for e in page["items"]:
+        runs = ", ".join(f"{k} {v}" for k, v in sorted(e["runs_by_state"].items()))
+        t.add_row(
+            str(e["id"]),
+            e["scenario_name"],
+            e["state"],
+            runs,
+            f"{e['estimate_s'] / 60:.1f} min",
+            e["created_at"][:19],
+        )
+    out.print(t)
+    return 0
+
+
+def cmd_show(client: Client, args: argparse.Namespace) -> int:
+    e = client.call("GET", f"/api/experiments/{args.id}")
+    out.print(
+        f"experiment {e['id']}: {e['scenario_name']} {e['state']}, priority {e['priority']}, "
+        f"estimate {e['estimate_s'] / 60:.1f} min"
+    )
+    t = Table()
+    for c in (
+        "run",
+        "configuration",
+        "sweep",
+        "rep",
+        "state",
+        "attempt",
+        "goodput Mbit/s",
+        "error",
+    ):
+        t.add_column(c)
+    for r in e["runs"] or []:
+        g = (r["summary"] or {}).get("goodput_bps")
+        t.add_row(
+            str(r["id"]),
+            r["configuration"],
+            "" if r["sweep_value"] is None else str(r["sweep_value"]),
+            str(r["repetition"]),
+            r["state"],
+            str(r["attempt"]),
+            "" if g is None else f"{g / 1e6:.2f}",
+            (r["error"] or "")[:60],
+        )
+    out.print(t)
+    return 0
+
+
+def _fmt(v: float | None, scale: float = 1.0) -> str:
+    return "-" if v is None else f"{v / scale:.3g}"
+
+
+def show_comparison(
+    client: Client, exp_id: int, baseline: str | None, metrics: list[str] | None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if baseline:
+        params["baseline"] = baseline
+    if metrics:
+        params["metric"] = metrics
+    c = client.call("GET", f"/api/experiments/{exp_id}/comparison", params=params)
+    t = Table(title=f"experiment {exp_id} against {c['baseline']} (ratio of means, 95% CI)")
+    t.add_column("sweep")
+    t.add_column("configuration")
+    for m in c["metrics"]:
+        t.add_column(m)
+    for p in c["points"]:
+        for entry in p["configurations"]:
+            cells = []
+            for m in c["metrics"]:
+                x = entry["metrics"][m]
+                cell = f"{_fmt(x['mean'])}"
+                if x["half_width"] is not None:
+                    cell += f" ± {_fmt(x['half_width'])}"
+                if entry["configuration"] != c["baseline"] and x["ratio"] is not None:
+                    cell += f"  x{x['ratio']:.3g}"
+                    if x["low"] is not None:
+                        cell += f" [{x['low']:.3g}, {x['high']:.3g}]"
+                cells.append(cell)
+            sv = "" if p["sweep_value"] is None else str(p["sweep_value"])
+            t.add_row(sv, entry["configuration"], *cells)
+    out.print(t)
+    return dict(c)
+
+
+def cmd_compare(client: Client, args: argparse.Namespace) -> int:
+    show_comparison(
+        client,
+        args.id,
+        args.baseline,
+        args.metric or ["goodput_bps", "completion_s", "retransmissions"],
+    )
+    return 0
+
+
+def cmd_export(client: Client, args: argparse.Namespace) -> int:
+    r = client.http.get(
+        f"/api/experiments/{args.id}/export", params={"format": args.format, "what": args.what}
+    )
+    if r.status_code >= 400:
+        raise CliError(f"export: {r.status_code} {r.text}")
+    if args.output:
+        Path(args.output).write_bytes(r.content)
+        console.print(f"written to {args.output}")
+    else:
+        sys.stdout.write(r.text)
+    return 0
+
+
+def cmd_wait(client: Client, args: argparse.Namespace) -> int:
+    return wait_and_check(client, args.id, args)
+
+
+# -- local (database) commands --
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from sqlalchemy import select
+
+    from satlab import db
+    from satlab.service import auth
+    from satlab.service.models import ApiToken
+
+    with db.new_session() as s:
+        if args.token_cmd == "create":
+            row, token = auth.create_token(
+                s, args.name, args.role, args.scope, args.rate_limit, args.expires_days
+            )
+            s.commit()
+            console.print(
+                f"token {row.id} ({row.name}, {row.role}) created; it is shown only once:"
+            )
+            print(token)
+        elif args.token_cmd == "list":
+            t = Table()
+            for c in ("id", "name", "role", "scope", "rate/min", "last used", "revoked"):
+                t.add_column(c)
+            for r in s.scalars(select(ApiToken).order_by(ApiToken.id)):
+                t.add_row(
+                    str(r.id),
+                    r.name,
+                    r.role,
+                    ",".join(r.scope) if r.scope else "*",
+                    str(r.rate_limit_per_min or "default"),
+                    f"{r.last_used_at:%Y-%m-%d %H:%M}" if r.last_used_at else "",
+                    f"{r.revoked_at:%Y-%m-%d %H:%M}" if r.revoked_at else "",
+                )
+            out.print(t)
+        else:
+            auth.revoke_token(s, args.id)
+            s.commit()
+            console.print(f"token {args.id} revoked")
+    return 0
+
+
+def migrate() -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from satlab.settings import REPO_ROOT
+
+    command.upgrade(Config(str(REPO_ROOT / "api" / "alembic.ini")), "head")
+
+
+# -- wiring into satlab.cli --
+
+
+def add_parsers(sub: Any) -> None:
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--url", default=os.environ.get("SATLAB_URL", "http://127.0.0.1:8700"))
+        p.add_argument("--token", default=os.environ.get("SATLAB_TOKEN"))
+
+    def gates(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--expect", action="append", metavar="EXPR", help="a CI gate (see docs)")
+        p.add_argument("--baseline", help="baseline configuration of the printed comparison")
+        p.add_argument("--junit", metavar="FILE", help="write JUnit XML (runs + expectations)")
+
+    p = sub.add_parser("submit", help="submit a scenario file to a SatLab service")
+    common(p)
+    p.add_argument("file")
+    p.add_argument("--sweep", metavar="PATH=V1,V2", help="replace the scenario's sweep")
+    p.add_argument("--repetitions", type=int)
+    p.add_argument("--config", action="append", help="only this configuration (repeatable)")
+    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--idempotency-key", help="a CI retry with the same key submits nothing new")
+    p.add_argument("--wait", action="store_true", help="wait with a progress bar, then compare")
+    gates(p)
+    p = sub.add_parser("wait", help="wait for an experiment, compare, check expectations")
+    common(p)
+    p.add_argument("id", type=int)
+    gates(p)
+    p = sub.add_parser("list", help="list experiments on the service")
+    common(p)
+    p.add_argument("--state")
+    p.add_argument("--scenario")
+    p.add_argument("--limit", type=int, default=20)
+    p = sub.add_parser("show", help="show an experiment and its runs")
+    common(p)
+    p.add_argument("id", type=int)
+    p = sub.add_parser("compare", help="compare an experiment's configurations to a baseline")
+    common(p)
+    p.add_argument("id", type=int)
+    p.add_argument("--baseline")
+    p.add_argument("--metric", action="append")
+    p = sub.add_parser("export", help="export an experiment's runs or aggregates")
+    common(p)
+    p.add_argument("id", type=int)
+    p.add_argument("--format", choices=["csv", "json"], default="csv")
+    p.add_argument("--what", choices=["runs", "aggregate"], default="runs")
+    p.add_argument("-o", "--output")
+    p = sub.add_parser("token", help="API tokens, written directly to the database (DATABASE_URL)")
+    tsub = p.add_subparsers(dest="token_cmd", required=True)
+    t = tsub.add_parser("create")
+    t.add_argument("--name", required=True)
+    t.add_argument("--role", required=True, choices=["viewer", "submitter", "admin"])
+    t.add_argument("--scope", action="append", help="scenario-name pattern (repeatable)")
+    t.add_argument("--rate-limit", type=int, help="requests per minute")
+    t.add_argument("--expires-days", type=float)
+    tsub.add_parser("list")
+    t = tsub.add_parser("revoke")
+    t.add_argument("id", type=int)
+    sub.add_parser("migrate", help="bring the database schema up to date (Alembic)")
+    p = sub.add_parser("worker", help="run an experiment worker (root)")
+    p.add_argument("--once", action="store_true", help="run what is queued, then exit")
+
+
+COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
+    "submit": cmd_submit,
+    "wait": cmd_wait,
+    "list": cmd_list,
+    "show": cmd_show,
+    "compare": cmd_compare,
+    "export": cmd_export,
+}
+
+
+def handles(cmd: str) -> bool:
+    return cmd in COMMANDS or cmd in ("token", "migrate", "worker")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    try:
+        if args.cmd == "token":
+            return cmd_token(args)
+        if args.cmd == "migrate":
+            migrate()
+            return 0
+        if args.cmd == "worker":
+            from satlab import worker
+
+            worker.main(["--once"] if args.once else [])
+            return 0
+        return COMMANDS[args.cmd](Client(args.url, args.token), args)
+    except CliError as err:
+        console.print(f"[red]{err}[/red]")
+        return err.code

@@ -1,0 +1,174 @@
+"""API tokens: `Authorization: Bearer <token>`, roles, scopes, per-token rate limits.
+
+Tokens are random (`sl_` + 43 url-safe characters), shown once at creation and stored only as
+their SHA-256. Roles are ordered: viewer (read everything) < submitter (+ scenarios, files,
+experiments, live control of its own runs) < admin (+ tokens, anything of anyone). A token's
+scope, when set, is a list of scenario-name patterns (fnmatch, e.g. `ci-*`) it may read and
+submit; a scoped token sees only experiments of those scenarios.
+
+Rate limit: a token bucket per token and per API process (capacity = the per-minute limit,
+refilled continuously); with several API processes the effective limit is multiplied by their
+number. Exceeding it gives 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from satlab.db import get_session
+from satlab.service.errors import Forbidden, NotFound, TooManyRequests, Unauthorized
+from satlab.service.models import ROLES, ApiToken
+from satlab.settings import get_settings
+
+TOKEN_PREFIX = "sl_"
+LAST_USED_WRITE_PERIOD_S = 60.0
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: int
+    name: str
+    role: str
+    scope: tuple[str, ...] | None
+    rate_limit_per_min: int
+
+    def at_least(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+    def may_use(self, scenario_name: str) -> bool:
+        return self.scope is None or any(fnmatch.fnmatchcase(scenario_name, p) for p in self.scope)
+
+    def check_scenario(self, scenario_name: str) -> None:
+        if not self.may_use(scenario_name):
+            raise Forbidden(f"this token's scope does not include scenario {scenario_name!r}")
+
+    def owns_or_admin(self, owner_id: int | None, what: str) -> None:
+        if self.role != "admin" and owner_id != self.id:
+            raise Forbidden(f"only the {what}'s owner or an admin may do this")
+
+
+def create_token(
+    session: Session,
+    name: str,
+    role: str,
+    scope: list[str] | None = None,
+    rate_limit_per_min: int | None = None,
+    expires_in_days: float | None = None,
+) -> tuple[ApiToken, str]:
+    """A new token row and the token itself (the only time it is known)."""
+    if role not in ROLES:
+        raise ValueError(f"role: must be one of {', '.join(ROLES)}")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken(
+        name=name,
+        role=role,
+        token_hash=hash_token(token),
+        scope=scope,
+        rate_limit_per_min=rate_limit_per_min,
+        expires_at=datetime.now(UTC) + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
+    session.add(row)
+    session.flush()
+    return row, token
+
+
+def revoke_token(session: Session, token_id: int) -> ApiToken:
+    row = session.get(ApiToken, token_id)
+    if row is None:
+        raise NotFound(f"token {token_id} does not exist")
+    if row.revoked_at is None:
+        row.revoked_at = datetime.now(UTC)
+    return row
+
+
+class TokenBuckets:
+    """In-process token buckets, one per API token."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._buckets: dict[int, tuple[float, float]] = {}  # id -> (tokens, last refill)
+
+    def take(self, token_id: int, per_min: int) -> float:
+        """0 when the request may go ahead, else the seconds until it may."""
+        now = time.monotonic()
+        rate = per_min / 60.0
+        with self._lock:
+            tokens, last = self._buckets.get(token_id, (float(per_min), now))
+            tokens = min(float(per_min), tokens + (now - last) * rate)
+            if tokens >= 1.0:
+                self._buckets[token_id] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[token_id] = (tokens, now)
+            return (1.0 - tokens) / rate
+
+    def reset(self) -> None:
+        with self._lock:
+            self._buckets.clear()
+
+
+buckets = TokenBuckets()
+_last_used_written: dict[int, float] = {}
+
+
+def authenticate(session: Session, authorization: str | None) -> Principal:
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise Unauthorized(
+            "an API token is required: Authorization: Bearer <token>",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    token = authorization[7:].strip()
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+    now = datetime.now(UTC)
+    if row is None or row.revoked_at is not None or (row.expires_at and row.expires_at <= now):
+        raise Unauthorized(
+            "the token is unknown, revoked or expired", {"WWW-Authenticate": "Bearer"}
+        )
+    per_min = row.rate_limit_per_min or get_settings().rate_limit_per_min
+    wait = buckets.take(row.id, per_min)
+    if wait > 0:
+        raise TooManyRequests(
+            f"rate limit of {per_min} requests per minute exceeded",
+            {"Retry-After": str(max(1, round(wait + 0.5)))},
+        )
+    mono = time.monotonic()
+    if mono - _last_used_written.get(row.id, -1e9) > LAST_USED_WRITE_PERIOD_S:
+        _last_used_written[row.id] = mono
+        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+        session.commit()
+    return Principal(
+        row.id, row.name, row.role, tuple(row.scope) if row.scope is not None else None, per_min
+    )
+
+
+def require(role: str) -> Any:
+    """A FastAPI dependency giving the caller's Principal if its role is at least `role`."""
+
+    def dependency(
+        request: Request, session: Annotated[Session, Depends(get_session)]
+    ) -> Principal:
+        p = authenticate(session, request.headers.get("authorization"))
+        if not p.at_least(role):
+            raise Forbidden(f"this needs the {role} role; the token has {p.role}")
+        return p
+
+    return Depends(dependency)
+
+
+Viewer = Annotated[Principal, require("viewer")]
+Submitter = Annotated[Principal, require("submitter")]
+Admin = Annotated[Principal, require("admin")]

@@ -1,0 +1,185 @@
+"""Live control of a running testbed's emulator (attenuation, BER, delay) for hands-on use.
+
+API side: POST /api/runs/{id}/control (the run's owner or an admin) stores a control_requests row
+and NOTIFYs; the worker that holds the run (possibly on another machine) picks pending requests
+up within half a second, sends them to its emulator and writes the answer back; the API waits for
+it up to control_timeout_s.
+
+Worker side (`emulator_request`): the emulator's control HTTP listens on 127.0.0.1:8781 (its
+default, docs/emulator-contract.md) inside the testbed's `emu` network namespace. The worker opens
+the TCP connection from a short-lived thread that has joined that namespace with setns(2); the
+socket stays in the namespace it was created in, so the HTTP exchange then runs in any thread. The
+worker finds its testbed by the state directory whose owner_pid is its own process
+(satlab.testbed.testbed.STATE_ROOT/<id>/state.json).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import http.client
+import json
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from satlab import db
+from satlab.service.auth import Principal
+from satlab.service.errors import Conflict, Invalid, NotFound, Unavailable
+from satlab.service.models import ControlRequest, Experiment, Run
+from satlab.settings import get_settings
+
+EMULATOR_CONTROL = ("127.0.0.1", 8781)
+CLONE_NEWNET = 0x40000000
+CHANNEL = "satlab_control"
+
+
+class ControlIn(BaseModel):
+    """docs/emulator-contract.md POST /control; at least one change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    direction: Literal["forward", "return", "both"] = "both"
+    attenuation_db: float | None = Field(None, ge=-50, le=100)
+    resume_trace: bool | None = Field(None, description="go back to the scenario's trace")
+    ber: float | None = Field(None, ge=0, le=0.5)
+    delay_ms: float | None = Field(None, ge=0, le=10000)
+
+
+# -- API side --
+
+
+def request(session: Session, who: Principal, run_id: int, body: ControlIn) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} does not exist")
+    exp = session.get(Experiment, run.experiment_id)
+    assert exp is not None
+    if not who.may_use(exp.scenario_name):
+        raise NotFound(f"run {run_id} does not exist")
+    who.owns_or_admin(exp.created_by, "run")
+    payload = body.model_dump(exclude_none=True)
+    if set(payload) <= {"direction"}:
+        raise Invalid("(body): give at least one of attenuation_db, resume_trace, ber, delay_ms")
+    if run.state != "running":
+        raise Conflict(f"run {run_id} is {run.state}; live control needs a running run")
+    req = ControlRequest(run_id=run_id, body=payload, created_by=who.id)
+    session.add(req)
+    session.flush()
+    session.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": str(run_id)})
+    session.commit()
+    deadline = time.monotonic() + get_settings().control_timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        session.refresh(req)
+        if req.state != "pending":
+            return {"request_id": req.id, "status_code": req.status_code, "response": req.response}
+    req.state = "failed"
+    req.response = {"error": "the run's worker did not answer in time"}
+    session.commit()
+    raise Unavailable(f"run {run_id}'s worker did not answer within the control timeout")
+
+
+# -- worker side --
+
+
+def current_testbed_id() -> str | None:
+    """The testbed this process owns (the one being run), if any."""
+    from satlab.testbed.testbed import STATE_ROOT
+
+    if not STATE_ROOT.is_dir():
+        return None
+    for d in STATE_ROOT.iterdir():
+        try:
+            state = json.loads((d / "state.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if state.get("owner_pid") == os.getpid():
+            return d.name
+    return None
+
+
+def _connect_in_netns(netns: str, addr: tuple[str, int], timeout: float) -> socket.socket:
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns {netns}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            out["sock"] = socket.create_connection(addr, timeout)
+        except OSError as exc:
+            out["error"] = exc
+
+    t = threading.Thread(target=target, name=f"netns-{netns}")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    sock: socket.socket = out["sock"]
+    return sock
+
+
+def emulator_request(
+    testbed_id: str,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    timeout: float = 3.0,
+) -> tuple[int, dict[str, Any]]:
+    """One HTTP exchange with the emulator's control server in the testbed's emu namespace."""
+    from satlab.testbed.topology import namespace_name
+
+    sock = _connect_in_netns(namespace_name(testbed_id, "emu"), EMULATOR_CONTROL, timeout)
+    conn = http.client.HTTPConnection(*EMULATOR_CONTROL, timeout=timeout)
+    conn.sock = sock
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            parsed = {"text": raw.decode(errors="replace")[:2000]}
+        return resp.status, parsed if isinstance(parsed, dict) else {"value": parsed}
+    finally:
+        conn.close()
+
+
+def serve_pending(run_id: int, testbed_id: str | None) -> int:
+    """Carries out the run's pending control requests; how many were handled."""
+    handled = 0
+    with db.new_session() as s:
+        reqs = s.scalars(
+            select(ControlRequest)
+            .where(ControlRequest.run_id == run_id, ControlRequest.state == "pending")
+            .order_by(ControlRequest.id)
+            .with_for_update(skip_locked=True)
+        ).all()
+        for req in reqs:
+            if testbed_id is None:
+                status, resp = 503, {"error": "the run's testbed is not up yet"}
+            else:
+                try:
+                    status, resp = emulator_request(testbed_id, "POST", "/control", req.body)
+                except OSError as exc:
+                    status, resp = 502, {"error": f"emulator control unreachable: {exc}"}
+            req.state = "done" if status < 400 else "failed"
+            req.status_code = status
+            req.response = resp
+            req.done_at = datetime.now(UTC)
+            handled += 1
+        s.commit()
+    return handled

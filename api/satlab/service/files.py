@@ -1,0 +1,238 @@
+"""Uploaded link files: attenuation traces, delay files, MODCOD and PER tables.
+
+Each is checked here with the emulator's own rules (crates/linkmodel: textfile, attenuation,
+delay, modcod, per) so an upload that the emulator would refuse is refused at once, with the line:
+`#` starts a comment, blank lines are skipped, fields are separated by whitespace or commas.
+- attenuation: `<uint tick> <dB>`, dB in [-50, 100], ticks strictly increasing (OpenSAND format)
+- delay: `<uint tick> <ms>`, ms in [0, 10000], ticks strictly increasing (OpenSAND FileDelay)
+- modcod: `id MOD rate efficiency esn0_db` (+ optional `nb_fmt = N`), id in [1, 255]
+- per: `modcod_id,esn0_db,per` (optional header row), per in [0, 1], esn0_db in [-50, 80]
+
+Files are immutable: uploading a name again with other content adds a version; an experiment pins
+the newest version of every file its scenario names when it is submitted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from satlab.scenario import LINK_PATH_KEYS
+from satlab.service.auth import Principal
+from satlab.service.errors import Invalid, NotFound, TooLarge
+from satlab.service.models import FILE_KINDS, UploadedFile
+from satlab.settings import get_settings
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,199}$")
+MODULATIONS = {"bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"}
+
+
+def _data_lines(text: str) -> Iterator[tuple[int, list[str]]]:
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        fields = [f for f in re.split(r"[\s,]+", line) if f]
+        if fields:
+            yield i, fields
+
+
+def _number(line: int, s: str, what: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise Invalid(f"line {line}: {what} {s!r} is not a valid number") from None
+    if not math.isfinite(v):
+        raise Invalid(f"line {line}: {what} {v} is not finite")
+    return v
+
+
+def _tick_values(text: str, what: str, lo: float, hi: float) -> int:
+    prev: int | None = None
+    n = 0
+    for line, f in _data_lines(text):
+        if len(f) != 2:
+            raise Invalid(f"line {line}: expected 2 fields `<uint tick> <{what}>`, found {len(f)}")
+        if not f[0].isdigit():
+            raise Invalid(f"line {line}: tick {f[0]!r} is not an unsigned integer")
+        tick = int(f[0])
+        v = _number(line, f[1], what)
+        if not lo <= v <= hi:
+            raise Invalid(f"line {line}: {what} {v:g} is outside [{lo:g}, {hi:g}]")
+        if prev is not None and tick <= prev:
+            raise Invalid(
+                f"line {line}: tick {tick} is not after the previous tick {prev} "
+                "(ticks must increase)"
+            )
+        prev = tick
+        n += 1
+    if n == 0:
+        raise Invalid(f"no data lines (format: `<uint tick> <{what}>`)")
+    return n
+
+
+def _modcod(text: str) -> int:
+    n = 0
+    for line, f in _data_lines(text):
+        if f[0].lower() == "nb_fmt" or f[0].lower().startswith("nb_fmt="):
+            continue
+        if len(f) != 5:
+            raise Invalid(
+                f"line {line}: expected 5 fields `id MOD rate efficiency esn0_db`, found {len(f)}"
+            )
+        if not f[0].isdigit() or not 1 <= int(f[0]) <= 255:
+            raise Invalid(f"line {line}: MODCOD id {f[0]!r} is not an integer in [1, 255]")
+        if f[1].lower() not in MODULATIONS:
+            raise Invalid(
+                f"line {line}: unknown modulation {f[1]!r} "
+                "(BPSK, Pi/2BPSK, QPSK, 8PSK, 16APSK, 16QAM, 32APSK)"
+            )
+        k, _, m = f[2].partition("/")
+        if not (k.isdigit() and m.isdigit() and 0 < int(k) < int(m)):
+            raise Invalid(f"line {line}: code rate {f[2]!r} is not a fraction k/n with 0 < k < n")
+        eff = _number(line, f[3], "efficiency")
+        if not 0.01 <= eff <= 10:
+            raise Invalid(f"line {line}: efficiency {eff:g} is outside [0.01, 10] bit/symbol")
+        esn0 = _number(line, f[4], "required Es/N0")
+        if not -30 <= esn0 <= 60:
+            raise Invalid(f"line {line}: required Es/N0 {esn0:g} is outside [-30, 60] dB")
+        n += 1
+    if n == 0:
+        raise Invalid("no MODCOD rows (format: `id MOD rate efficiency esn0_db`)")
+    return n
+
+
+def _per(text: str) -> int:
+    n = 0
+    seen: dict[tuple[int, float], int] = {}
+    for line, f in _data_lines(text):
+        if f[0].lower() == "modcod_id":
+            continue
+        if len(f) != 3:
+            raise Invalid(f"line {line}: expected 3 fields `modcod_id,esn0_db,per`, found {len(f)}")
+        if not f[0].isdigit():
+            raise Invalid(f"line {line}: modcod_id {f[0]!r} is not an unsigned integer")
+        esn0 = _number(line, f[1], "esn0_db")
+        per = _number(line, f[2], "per")
+        if not 0 <= per <= 1:
+            raise Invalid(f"line {line}: per {per:g} is outside [0, 1]")
+        if not -50 <= esn0 <= 80:
+            raise Invalid(f"line {line}: esn0_db {esn0:g} is outside [-50, 80] dB")
+        key = (int(f[0]), esn0)
+        if key in seen:
+            raise Invalid(f"line {line}: MODCOD {key[0]} has two rows at esn0_db {esn0:g}")
+        seen[key] = line
+        n += 1
+    if n == 0:
+        raise Invalid("no PER rows (format: `modcod_id,esn0_db,per`)")
+    return n
+
+
+def validate(kind: str, content: bytes) -> int:
+    """The number of data rows; raises Invalid naming the line of the first problem."""
+    if kind not in FILE_KINDS:
+        raise Invalid(f"kind: must be one of {', '.join(FILE_KINDS)}")
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = content[: err.start].count(b"\n") + 1
+        raise Invalid(f"line {line}: not UTF-8 text") from None
+    if kind == "attenuation":
+        return _tick_values(text, "attenuation dB", -50.0, 100.0)
+    if kind == "delay":
+        return _tick_values(text, "delay ms", 0.0, 10_000.0)
+    if kind == "modcod":
+        return _modcod(text)
+    return _per(text)
+
+
+def upload(session: Session, who: Principal, name: str, kind: str, content: bytes) -> UploadedFile:
+    limit = get_settings().max_upload_bytes
+    if len(content) > limit:
+        raise TooLarge(f"file is {len(content)} bytes; the limit is {limit}")
+    if not NAME_RE.match(name) or ".." in name.split("/"):
+        raise Invalid(f"name: {name!r} must be a relative path of [A-Za-z0-9_./-], no '..'")
+    if kind not in FILE_KINDS:
+        raise Invalid(f"kind: must be one of {', '.join(FILE_KINDS)}")
+    try:
+        validate(kind, content)
+    except Invalid as err:
+        raise Invalid([f"{name}: {e}" for e in err.errors]) from None
+    digest = hashlib.sha256(content).hexdigest()
+    existing = session.scalar(
+        select(UploadedFile).where(UploadedFile.name == name, UploadedFile.sha256 == digest)
+    )
+    if existing is not None:
+        return existing
+    row = UploadedFile(
+        name=name,
+        kind=kind,
+        size_bytes=len(content),
+        sha256=digest,
+        content=content,
+        created_by=who.id,
+    )
+    session.add(row)
+    session.commit()
+    return row
+
+
+def get(session: Session, file_id: int) -> UploadedFile:
+    row = session.get(UploadedFile, file_id)
+    if row is None:
+        raise NotFound(f"file {file_id} does not exist")
+    return row
+
+
+def list_files(
+    session: Session, name: str | None, limit: int, offset: int
+) -> tuple[list[UploadedFile], int]:
+    q = select(UploadedFile)
+    if name:
+        q = q.where(UploadedFile.name == name)
+    total = session.scalar(select(func.count()).select_from(q.subquery())) or 0
+    rows = session.scalars(q.order_by(UploadedFile.id.desc()).limit(limit).offset(offset)).all()
+    return list(rows), total
+
+
+def link_file_refs(link: Any, where: str = "link") -> Iterator[tuple[str, str]]:
+    """(field path, file name) of every file reference in a scenario's link."""
+    if isinstance(link, dict):
+        for k, v in link.items():
+            if k in LINK_PATH_KEYS and isinstance(v, str):
+                yield f"{where}.{k}", v
+            else:
+                yield from link_file_refs(v, f"{where}.{k}")
+    elif isinstance(link, list):
+        for i, v in enumerate(link):
+            yield from link_file_refs(v, f"{where}.{i}")
+
+
+def resolve_refs(session: Session, link: Any) -> dict[str, int]:
+    """The newest uploaded version of every file the link names; Invalid naming each field whose
+    file was never uploaded."""
+    pinned: dict[str, int] = {}
+    errors = []
+    for where, name in link_file_refs(link):
+        if name in pinned:
+            continue
+        row_id = session.scalar(
+            select(UploadedFile.id)
+            .where(UploadedFile.name == name)
+            .order_by(UploadedFile.id.desc())
+            .limit(1)
+        )
+        if row_id is None:
+            errors.append(
+                f"{where}: no uploaded file named {name!r} "
+                "(upload it first: POST /api/files?name=...&kind=...)"
+            )
+        else:
+            pinned[name] = row_id
+    if errors:
+        raise Invalid(errors)
+    return pinned

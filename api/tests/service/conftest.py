@@ -1,0 +1,168 @@
+"""The service tests run against the project's real PostgreSQL: a scratch database per test
+session, brought to the schema by the Alembic migrations, emptied between tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from alembic import command
+from alembic.config import Config
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from satlab import db
+from satlab.app import create_app
+from satlab.service import auth
+from satlab.settings import REPO_ROOT, get_settings
+
+ALEMBIC_INI = str(REPO_ROOT / "api" / "alembic.ini")
+TABLES = (
+    "control_requests, run_events, artifacts, series, results, runs, experiments, "
+    "scenario_revisions, scenarios, files, workers, api_tokens, procrastinate_jobs, "
+    "procrastinate_events, procrastinate_workers, procrastinate_periodic_defers"
+)
+
+
+def alembic_config() -> Config:
+    return Config(ALEMBIC_INI)
+
+
+def admin_conninfo() -> str:
+    return get_settings().libpq_url
+
+
+@dataclass
+class ScratchDb:
+    name: str
+    url: str
+
+
+def create_scratch(suffix: str) -> ScratchDb:
+    name = f"satlab_test_{os.getpid()}_{suffix}"
+    with psycopg.connect(admin_conninfo(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = get_settings().database_url
+    path, _, query = base.partition("?")
+    url = path.rsplit("/", 1)[0] + "/" + name + (f"?{query}" if query else "")
+    return ScratchDb(name, url)
+
+
+def drop_scratch(scratch: ScratchDb, conninfo: str) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch.name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database() -> Iterator[ScratchDb]:
+    original = os.environ["DATABASE_URL"]
+    conninfo = admin_conninfo()
+    scratch = create_scratch("svc")
+    os.environ["DATABASE_URL"] = scratch.url
+    db.reset()
+    command.upgrade(alembic_config(), "head")
+    try:
+        yield scratch
+    finally:
+        db.get_engine().dispose()
+        os.environ["DATABASE_URL"] = original
+        db.reset()
+        drop_scratch(scratch, conninfo)
+
+
+@dataclass
+class Tokens:
+    admin: str
+    submitter: str
+    viewer: str
+    other_submitter: str
+
+    def h(self, role: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {getattr(self, role)}"}
+
+
+@pytest.fixture
+def clean(database: ScratchDb) -> Iterator[None]:
+    with db.get_engine().begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    auth.buckets.reset()
+    yield
+
+
+@pytest.fixture
+def tokens(clean: None) -> Tokens:
+    with db.new_session() as s:
+        made = {
+            role: auth.create_token(s, role, role.split("_")[-1])[1]
+            for role in ("admin", "submitter", "viewer")
+        }
+        made["other_submitter"] = auth.create_token(s, "other", "submitter")[1]
+        s.commit()
+    return Tokens(**made)
+
+
+@pytest.fixture
+def client(tokens: Tokens) -> Iterator[TestClient]:
+    with TestClient(create_app()) as c:
+        yield c
+
+
+SCENARIO = """\
+# a comment kept verbatim
+version: 1
+name: {name}
+seed: 7
+duration_s: 2
+repetitions: {reps}
+link:
+  forward:
+    delay_ms: 250
+    downlink:
+      attenuation: {{kind: file, file: traces/fade.txt}}
+  return: {{delay_ms: 250, kind: fixed, rate_bps: 5.0e6}}
+traffic:
+  - kind: bulk_tcp
+    duration_s: 2
+configurations:
+  - name: cubic
+    transport: {{congestion_control: cubic}}
+  - name: bbr
+    transport: {{congestion_control: bbr}}
+"""
+
+FADE = b"# tick dB\n0 0\n10 3\n20 0\n"
+
+
+def scenario_yaml(name: str = "t1", reps: int = 2) -> str:
+    return SCENARIO.format(name=name, reps=reps)
+
+
+def upload_fade(client: TestClient, tokens: Tokens) -> None:
+    r = client.post(
+        "/api/files",
+        params={"name": "traces/fade.txt", "kind": "attenuation"},
+        content=FADE,
+        headers=tokens.h("submitter"),
+    )
+    assert r.status_code == 201, r.text
+
+
+def make_experiment(
+    client: TestClient, tokens: Tokens, name: str = "t1", reps: int = 2, **body: object
+) -> dict[str, object]:
+    upload_fade(client, tokens)
+    r = client.post(
+        "/api/scenarios", json={"yaml": scenario_yaml(name, reps)}, headers=tokens.h("submitter")
+    )
+    assert r.status_code == 201, r.text
+    r = client.post(
+        "/api/experiments",
+        json={"scenario_id": r.json()["id"], **body},
+        headers=tokens.h("submitter"),
+    )
+    assert r.status_code == 201, r.text
+    return dict(r.json())

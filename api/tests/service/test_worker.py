@@ -1,0 +1,321 @@
+"""The worker against the real database and the real procrastinate queue: claim, heartbeat,
+results, the janitor, a worker killed mid-run. The orchestrator is stood in for by fake_run when
+the emulator binary is missing (see test_real_run for the real one)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, text, update
+
+from satlab import db, worker
+from satlab.service import runs
+from satlab.service.models import Run, RunEvent, Series
+from satlab.settings import REPO_ROOT, get_settings
+
+from .conftest import Tokens, make_experiment
+from .fake_run import make_runner
+
+ME = runs.WorkerIdentity("test-host", os.getpid())
+
+
+def _run_ids(exp_id: int) -> list[int]:
+    with db.new_session() as s:
+        return list(
+            s.scalars(select(Run.id).where(Run.experiment_id == exp_id).order_by(Run.index))
+        )
+
+
+def _run(run_id: int) -> Run:
+    with db.new_session() as s:
+        r = s.get(Run, run_id)
+        assert r is not None
+        return r
+
+
+@pytest.fixture
+def fake_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "RUNNER", make_runner())
+    monkeypatch.setattr(worker, "SWEEP", lambda: [])
+
+
+def test_procrastinate_worker_runs_every_queued_run(
+    client: TestClient, tokens: Tokens, fake_runner: None
+) -> None:
+    exp = make_experiment(client, tokens, "w1", reps=2)["experiment"]
+    worker.app.run_worker(
+        queues=["runs"],
+        concurrency=1,
+        wait=False,
+        install_signal_handlers=False,
+        delete_jobs="successful",
+    )
+    full = client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()
+    assert full["state"] == "succeeded", full
+    assert all(r["state"] == "succeeded" and r["attempt"] == 1 for r in full["runs"])
+    with db.get_engine().connect() as c:
+        assert c.execute(text("SELECT count(*) FROM procrastinate_jobs")).scalar() == 0
+    run = full["runs"][0]
+    assert run["summary"]["goodput_bps"] == 10e6 and run["summary"]["retransmissions"] == 3
+    # Jain over the two sender connections (1000 and 2000 bytes per sample): 0.9
+    assert run["summary"]["jain_fairness"] == pytest.approx(0.9)
+    doc = client.get(f"/api/runs/{run['id']}/result", headers=tokens.h("viewer")).json()
+    assert doc["schema"] == "satlab.run/1" and "timeseries" not in doc
+    series = client.get(f"/api/runs/{run['id']}/series", headers=tokens.h("viewer")).json()
+    names = {s["name"] for s in series}
+    assert "link.forward.modcod" in names and "tcp.srv1:40000-5001.cwnd" in names
+    ds = client.get(
+        f"/api/runs/{run['id']}/series/link.forward.attenuation_db?buckets=3",
+        headers=tokens.h("viewer"),
+    ).json()
+    assert ds["points"] == 30 and len(ds["buckets"]) == 3
+    assert ds["buckets"][0]["min"] == 0 and ds["buckets"][0]["max"] == 9
+    assert ds["buckets"][0]["mean"] == pytest.approx(4.5)
+    arts = client.get(f"/api/runs/{run['id']}/artifacts", headers=tokens.h("viewer")).json()
+    assert arts == [
+        {"name": "pcap.srv1", "content_type": "application/vnd.tcpdump.pcap", "size_bytes": 24}
+    ]
+    pcap = client.get(f"/api/runs/{run['id']}/artifacts/pcap.srv1", headers=tokens.h("viewer"))
+    assert pcap.content.startswith(b"\xd4\xc3\xb2\xa1")
+    # Aggregation, comparison, export.
+    agg = client.get(f"/api/experiments/{exp['id']}/results", headers=tokens.h("viewer")).json()
+    row = next(r for r in agg["rows"] if r["configuration"] == "bbr")
+    g = row["metrics"]["goodput_bps"]
+    assert g["n"] == 2 and g["mean"] == pytest.approx(15e6 * 1.005) and g["half_width"] > 0
+    cmp = client.get(
+        f"/api/experiments/{exp['id']}/comparison?baseline=cubic&metric=goodput_bps",
+        headers=tokens.h("viewer"),
+    ).json()
+    bbr = next(c for c in cmp["points"][0]["configurations"] if c["configuration"] == "bbr")
+    m = bbr["metrics"]["goodput_bps"]
+    assert m["ratio"] == pytest.approx(1.5) and m["low"] < 1.5 < m["high"]
+    csv = client.get(f"/api/experiments/{exp['id']}/export?format=csv", headers=tokens.h("viewer"))
+    assert (
+        csv.text.splitlines()[0].startswith("run_id,configuration")
+        and len(csv.text.splitlines()) == 5
+    )
+    ev = client.get(f"/api/experiments/{exp['id']}/events?follow=false", headers=tokens.h("viewer"))
+    assert ev.headers["content-type"].startswith("text/event-stream")
+    states = [line for line in ev.text.splitlines() if line.startswith('data: {"id"')]
+    assert any('"state": "succeeded"' in s for s in states) and ev.text.rstrip().endswith(
+        "data: {}"
+    )
+    metrics = client.get("/api/metrics", headers=tokens.h("viewer")).text
+    assert 'satlab_runs{state="succeeded"} 4' in metrics and "satlab_queue_depth 0" in metrics
+
+
+def test_failed_run_is_recorded_and_retried(
+    client: TestClient, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker, "RUNNER", make_runner(fail={"bbr"}))
+    exp = make_experiment(client, tokens, "w2", reps=1)["experiment"]
+    for rid in _run_ids(exp["id"]):
+        worker.execute_run(rid, ME)
+    full = client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()
+    assert full["state"] == "failed"
+    bad = next(r for r in full["runs"] if r["configuration"] == "bbr")
+    assert bad["state"] == "failed" and "agent srv1 died" in bad["error"]
+    client.post(f"/api/experiments/{exp['id']}/retry", headers=tokens.h("submitter"))
+    monkeypatch.setattr(worker, "RUNNER", make_runner())
+    assert worker.execute_run(bad["id"], ME) == "succeeded"
+    assert _run(bad["id"]).attempt == 2
+    assert (
+        client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()["state"]
+        == "succeeded"
+    )
+
+
+def test_a_run_is_claimed_once(client: TestClient, tokens: Tokens) -> None:
+    exp = make_experiment(client, tokens, "w3", reps=1)["experiment"]
+    rid = _run_ids(exp["id"])[0]
+    other = runs.WorkerIdentity("other-host", 1)
+    with db.new_session() as s:
+        assert runs.claim(s, rid, ME) is not None
+    with db.new_session() as s:
+        assert runs.claim(s, rid, other) is None
+    # Only the holder may heartbeat or finish it.
+    with db.new_session() as s:
+        assert runs.heartbeat(s, rid, other, 0.5, "x") is False
+        assert runs.heartbeat(s, rid, ME, 0.5, "halfway", {"modcod": 3}) is True
+        assert runs.finish(s, rid, other, None, "nope") is None
+    assert _run(rid).state == "running" and _run(rid).progress == 0.5
+    # A cancelled run is not executed.
+    rid2 = _run_ids(exp["id"])[1]
+    client.post(f"/api/experiments/{exp['id']}/cancel", headers=tokens.h("submitter"))
+    assert worker.execute_run(rid2, ME) is None
+    assert _run(rid).cancel_requested is True
+    with db.new_session() as s:
+        assert runs.finish(s, rid, ME, None, None) == "cancelled"
+
+
+def test_janitor_retries_then_fails_stale_runs(client: TestClient, tokens: Tokens) -> None:
+    exp = make_experiment(client, tokens, "w4", reps=1)["experiment"]
+    rid = _run_ids(exp["id"])[0]
+    dead = runs.WorkerIdentity("elsewhere", 999_999)
+    swept: list[str] = []
+
+    def sweep() -> list[str]:
+        swept.append("x")
+        return ["ab12"]
+
+    with db.new_session() as s:
+        runs.claim(s, rid, dead)
+    stale = get_settings().stale_after_s + 5
+    with db.get_engine().begin() as c:
+        c.execute(
+            text("UPDATE runs SET heartbeat_at = now() - make_interval(secs => :s) WHERE id = :id"),
+            {"s": stale, "id": rid},
+        )
+    with db.new_session() as s:
+        acts = runs.janitor(s, ME, sweep)
+    assert acts == [{"run_id": rid, "state": "queued", "reason": acts[0]["reason"]}]
+    assert "stopped heartbeating" in acts[0]["reason"] and swept == []  # another machine's run
+    r = _run(rid)
+    assert r.state == "queued" and r.attempt == 1 and r.job_id is not None
+    # Second attempt dies on this machine: its testbed is swept and, attempts used up, it fails.
+    local_dead = runs.WorkerIdentity(ME.host, 999_999)
+    with db.new_session() as s:
+        runs.claim(s, rid, local_dead)
+    with db.new_session() as s:
+        acts = runs.janitor(s, ME, sweep)  # no wait: the local worker process is gone
+    assert [a["state"] for a in acts] == ["failed"] and swept == ["x"]
+    r = _run(rid)
+    assert r.state == "failed" and "attempt 2 of 2" in (r.error or "")
+    with db.new_session() as s:
+        msgs = list(s.scalars(select(RunEvent.message).where(RunEvent.run_id == rid)))
+    assert any("now failed" in m for m in msgs)
+
+
+WORKER_SCRIPT = """
+import sys, time
+from satlab import worker
+sys.path.insert(0, {tests!r})
+from service.fake_run import make_runner
+worker.RUNNER = make_runner(delay_s=60)
+worker.SWEEP = lambda: []
+worker.main(["--once"])
+"""
+
+
+def test_a_worker_killed_mid_run_is_recovered(
+    client: TestClient, tokens: Tokens, fake_runner: None, tmp_path: Path
+) -> None:
+    exp = make_experiment(client, tokens, "w5", reps=1, configurations=["cubic"])["experiment"]
+    rid = _run_ids(exp["id"])[0]
+    script = tmp_path / "w.py"
+    script.write_text(WORKER_SCRIPT.format(tests=str(REPO_ROOT / "api" / "tests")))
+    proc = subprocess.Popen([sys.executable, str(script)], env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 30
+        while _run(rid).state != "running":
+            assert time.monotonic() < deadline and proc.poll() is None, "worker never took the run"
+            time.sleep(0.2)
+        # Its heartbeat thread is writing progress: wait for one heartbeat, then kill -9.
+        while _run(rid).progress == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    held = _run(rid)
+    assert held.worker_id == f"{socket.gethostname()}:{proc.pid}"
+    me = runs.WorkerIdentity(socket.gethostname(), os.getpid())
+    with db.new_session() as s:
+        acts = runs.janitor(s, me, lambda: [])
+    assert [a["state"] for a in acts] == ["queued"]
+    with db.get_engine().connect() as c:
+        statuses = [
+            r[0] for r in c.execute(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))
+        ]
+    assert statuses == ["failed", "todo"]  # the dead worker's job, the retry's job
+    worker.app.run_worker(queues=["runs"], concurrency=1, wait=False, install_signal_handlers=False)
+    r = _run(rid)
+    assert r.state == "succeeded" and r.attempt == 2
+    with db.new_session() as s:
+        assert s.scalar(select(Series.id).where(Series.run_id == rid).limit(1)) is not None
+
+
+def test_live_control_goes_through_the_runs_worker(client: TestClient, tokens: Tokens) -> None:
+    import threading
+
+    from satlab.service import control
+
+    exp = make_experiment(client, tokens, "w6", reps=1)["experiment"]
+    rid = _run_ids(exp["id"])[0]
+    body = {"direction": "forward", "attenuation_db": 6.0}
+    r = client.post(f"/api/runs/{rid}/control", json=body, headers=tokens.h("submitter"))
+    assert r.status_code == 409  # not running
+    with db.new_session() as s:
+        runs.claim(s, rid, ME)
+    assert (
+        client.post(f"/api/runs/{rid}/control", json=body, headers=tokens.h("viewer")).status_code
+        == 403
+    )
+    assert (
+        client.post(
+            f"/api/runs/{rid}/control", json=body, headers=tokens.h("other_submitter")
+        ).status_code
+        == 403
+    )
+    r = client.post(
+        f"/api/runs/{rid}/control", json={"direction": "both"}, headers=tokens.h("submitter")
+    )
+    assert r.status_code == 422
+    r = client.post(f"/api/runs/{rid}/control", json={"ber": 2}, headers=tokens.h("submitter"))
+    assert r.status_code == 422 and r.json()["errors"][0].startswith("ber:")
+    # The worker side: serve the pending request (no testbed up yet, so the emulator's answer
+    # is a 503 carried back to the caller).
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            control.serve_pending(rid, None)
+            time.sleep(0.1)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        r = client.post(f"/api/runs/{rid}/control", json=body, headers=tokens.h("admin"))
+    finally:
+        stop.set()
+        t.join()
+    assert r.status_code == 200, r.text
+    assert r.json()["status_code"] == 503 and "not up yet" in r.json()["response"]["error"]
+
+
+def test_heartbeat_thread_beats(
+    client: TestClient, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(get_settings(), "heartbeat_period_s", 0.2)
+    exp = make_experiment(client, tokens, "w7", reps=1, configurations=["cubic"])["experiment"]
+    rid = _run_ids(exp["id"])[0]
+    with db.new_session() as s:
+        runs.claim(s, rid, ME)
+    with db.get_engine().begin() as c:
+        c.execute(
+            update(Run).where(Run.id == rid).values(heartbeat_at=text("now() - interval '1 hour'"))
+        )
+    hb = worker.Heartbeat(rid, ME)
+    hb.update(0.25, "1 flow(s) running")
+    hb.start()
+    time.sleep(1.2)
+    hb.stop()
+    r = _run(rid)
+    assert r.progress == 0.25
+    with db.get_engine().connect() as c:
+        age = c.execute(
+            text("SELECT extract(epoch FROM now() - heartbeat_at) FROM runs WHERE id = :i"),
+            {"i": rid},
+        ).scalar()
+    assert age is not None and age < 5
