@@ -34,8 +34,10 @@ from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, Unavailable
 from satlab.service.models import ControlRequest, Experiment, Run
 from satlab.settings import get_settings
+from satlab.testbed.runner import EMULATOR_CONTROL_LISTEN
 
-EMULATOR_CONTROL = ("127.0.0.1", 8781)
+_host, _port = EMULATOR_CONTROL_LISTEN.rsplit(":", 1)
+EMULATOR_CONTROL = (_host, int(_port))  # where the runner makes every emulator listen
 CLONE_NEWNET = 0x40000000
 CHANNEL = "satlab_control"
 

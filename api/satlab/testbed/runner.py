@@ -25,6 +25,7 @@ from satlab.testbed.testbed import Testbed, TestbedError
 
 RESULT_SCHEMA = "satlab.run/1"
 BASE_PORT = 5001
+EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"
 STOP_GRACE_S = 5.0
 
 Progress = Callable[[float, str], None]
@@ -42,6 +43,9 @@ def emulator_config(spec: RunSpec, tb: Testbed, period_ms: int) -> dict[str, Any
         "gw": {"kind": "af_packet", "interface": "gw"},
         "st": {"kind": "af_packet", "interface": "st"},
     }
+    # The control endpoint listens inside the emu namespace only; the worker's live-control
+    # passthrough (satlab.service.control) reaches it there.
+    cfg["control"] = {"listen": EMULATOR_CONTROL_LISTEN}
     cfg["telemetry"] = {
         **cfg.get("telemetry", {}),
         "socket": str(tb.dir / "emulator.sock"),
