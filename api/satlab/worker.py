@@ -16,6 +16,7 @@ import argparse
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -177,7 +178,15 @@ class Janitor(threading.Thread):
                 log.exception("janitor")
 
 
+def _forget_parent_signal_wakeup() -> None:
+    """In a child forked by a job (pyroute2 forks to create namespaces), drop the asyncio signal
+    wakeup fd inherited from the worker's event loop. Otherwise the SIGTERM pyroute2 sends its
+    child is written into the parent's wakeup socket and the worker believes it was told to stop."""
+    signal.set_wakeup_fd(-1)
+
+
 def main(argv: list[str] | None = None) -> None:
+    os.register_at_fork(after_in_child=_forget_parent_signal_wakeup)
     ap = argparse.ArgumentParser(prog="satlab worker", description=__doc__.splitlines()[0])
     ap.add_argument("--once", action="store_true", help="run what is queued, then exit")
     args = ap.parse_args(argv)
