@@ -430,6 +430,13 @@ def _fmt(v: float | None, scale: float = 1.0) -> str:
     return "-" if v is None else f"{v / scale:.3g}"
 
 
+def _unit(metric: str) -> tuple[str, float]:
+    """Column title and scale: rates print in Mbit/s, everything else as stored."""
+    if metric.endswith("_bps"):
+        return metric.removesuffix("_bps") + " Mbit/s", 1e6
+    return metric, 1.0
+
+
 def show_comparison(
     client: Client, exp_id: int, baseline: str | None, metrics: list[str] | None
 ) -> dict[str, Any]:
@@ -443,15 +450,16 @@ def show_comparison(
     t.add_column("sweep")
     t.add_column("configuration")
     for m in c["metrics"]:
-        t.add_column(m)
+        t.add_column(_unit(m)[0], justify="right")
     for p in c["points"]:
         for entry in p["configurations"]:
             cells = []
             for m in c["metrics"]:
                 x = entry["metrics"][m]
-                cell = f"{_fmt(x['mean'])}"
+                scale = _unit(m)[1]
+                cell = f"{_fmt(x['mean'], scale)}"
                 if x["half_width"] is not None:
-                    cell += f" ± {_fmt(x['half_width'])}"
+                    cell += f" ± {_fmt(x['half_width'], scale)}"
                 if entry["configuration"] != c["baseline"] and x["ratio"] is not None:
                     cell += f"  x{x['ratio']:.3g}"
                     if x["low"] is not None:
