@@ -1,1 +1,247 @@
-fn main() {}
+//! `satlab-emulator --config FILE.yaml [--check]`: the GEO satellite link between two ports.
+//!
+//! See emulator/README.md (running, ports, control API, telemetry) and emulator/CONFIG.md (the
+//! configuration file). The link itself is `linkmodel`; this binary is its I/O: ports, one thread
+//! per direction, the control HTTP endpoint and the telemetry stream.
+
+mod control;
+mod dataplane;
+mod port;
+mod sys;
+mod telemetry;
+
+use linkmodel::config::PortKind;
+use linkmodel::{Dir, Direction, EmulatorConfig, PortConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Logs a line to stderr with the program name.
+pub fn log(msg: &str) {
+    eprintln!("satlab-emulator: {msg}");
+}
+
+const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check]\n\
+  --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
+  --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
+  --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
+environment: SATLAB_EMU_SPIN_US          busy-poll window before a delivery deadline, us (default 0 with SCHED_FIFO, else 20)\n\
+             SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; 0 = wake per frame)";
+
+struct Args {
+    config: PathBuf,
+    check: bool,
+    realtime: Option<i32>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut config = None;
+    let mut check = false;
+    let mut realtime = Some(10);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--config" | "-c" => {
+                config = Some(PathBuf::from(it.next().ok_or("--config needs a file")?))
+            }
+            s if s.starts_with("--config=") => config = Some(PathBuf::from(&s[9..])),
+            "--check" => check = true,
+            "--realtime" => {
+                let v = it.next().ok_or("--realtime needs a priority (0-99)")?;
+                match v.parse::<i32>() {
+                    Ok(0) => realtime = None,
+                    Ok(p) if (1..=99).contains(&p) => realtime = Some(p),
+                    _ => return Err(format!("--realtime: {v:?} is not a priority in 0..=99")),
+                }
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Args {
+        config: config.ok_or("--config FILE is required")?,
+        check,
+        realtime,
+    })
+}
+
+fn open_port(p: &PortConfig) -> std::io::Result<(port::RxPort, port::TxPort)> {
+    match p.kind {
+        PortKind::AfPacket => port::open_af_packet(&p.interface),
+        PortKind::Tap => port::open_tap(&p.interface),
+    }
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set; the mask is inherited by threads spawned later.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("satlab-emulator: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = match EmulatorConfig::from_yaml_file(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            log(&format!("invalid configuration: {e}"));
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        match serde_json::to_string_pretty(&cfg) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                log(&format!("cannot print configuration: {e}"));
+                return ExitCode::from(2);
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    match run(cfg, args.realtime) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log(&format!("error: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
+    let sigset = block_signals();
+    let clock = sys::Clock::start();
+    let shutdown = Arc::new(AtomicBool::new(false));
+
+    let (gw_rx, gw_tx) = open_port(&cfg.ports.gw).map_err(|e| e.to_string())?;
+    let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
+    let fwd = Direction::new(&cfg, Dir::Forward).map_err(|e| e.to_string())?;
+    let ret = Direction::new(&cfg, Dir::Return).map_err(|e| e.to_string())?;
+
+    let listener = std::net::TcpListener::bind(&cfg.control.listen).map_err(|e| {
+        format!(
+            "control.listen: cannot listen on {}: {e}",
+            cfg.control.listen
+        )
+    })?;
+    let sock_path = cfg.telemetry.socket.clone();
+    let (tele_server, tele_tx) = telemetry::bind(&sock_path).map_err(|e| e.to_string())?;
+    // A panic in any thread (a bug) ends the whole process with an error, so a supervisor sees
+    // it, instead of leaving a half-working link behind.
+    let default_hook = std::panic::take_hook();
+    let hook_path = sock_path.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        log("internal error (panic): exiting");
+        telemetry::remove_socket(&hook_path);
+        std::process::exit(70);
+    }));
+
+    let env_us = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(default)
+            * 1000
+    };
+    let spin_ns = std::env::var("SATLAB_EMU_SPIN_US")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|us| us * 1000);
+    let rx_coalesce_ns = env_us("SATLAB_EMU_RX_COALESCE_US", 100);
+    let settings = || dataplane::DirSettings {
+        events: cfg.telemetry.events,
+        period_ns: cfg.telemetry.period_ms * 1_000_000,
+        spin_ns,
+        rt_priority: realtime,
+        rx_coalesce_ns,
+    };
+    let (ft, fh, fstats) = dataplane::DirThread::new(
+        Dir::Forward,
+        fwd,
+        gw_rx,
+        st_tx,
+        clock,
+        shutdown.clone(),
+        tele_tx.clone(),
+        settings(),
+    )
+    .map_err(|e| e.to_string())?;
+    let (rt, rh, rstats) = dataplane::DirThread::new(
+        Dir::Return,
+        ret,
+        st_rx,
+        gw_tx,
+        clock,
+        shutdown.clone(),
+        tele_tx.clone(),
+        settings(),
+    )
+    .map_err(|e| e.to_string())?;
+
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .map_err(|e| format!("cannot start thread {name}: {e}"))
+    };
+    let t_fwd = spawn("forward", Box::new(move || ft.run()))?;
+    let t_ret = spawn("return", Box::new(move || rt.run()))?;
+    let s1 = shutdown.clone();
+    let t_tele = spawn(
+        "telemetry",
+        Box::new(move || tele_server.run(move || s1.load(Ordering::Relaxed))),
+    )?;
+    let controller = Arc::new(control::Controller {
+        dirs: [fh, rh],
+        port_stats: [fstats, rstats],
+        telemetry: tele_tx.stats.clone(),
+        clock,
+    });
+    let c2 = controller.clone();
+    let s2 = shutdown.clone();
+    let t_ctl = spawn(
+        "control",
+        Box::new(move || c2.serve(listener, move || s2.load(Ordering::Relaxed))),
+    )?;
+    drop(tele_tx);
+
+    log(&format!(
+        "running: gw={} ({:?}) st={} ({:?}), control http://{}, telemetry {}",
+        cfg.ports.gw.interface,
+        cfg.ports.gw.kind,
+        cfg.ports.st.interface,
+        cfg.ports.st.kind,
+        cfg.control.listen,
+        sock_path.display()
+    ));
+
+    // Wait for SIGINT/SIGTERM (blocked in every thread, taken here synchronously).
+    let mut sig: libc::c_int = 0;
+    // SAFETY: valid sigset and output pointer.
+    unsafe { libc::sigwait(&sigset, &mut sig) };
+    log(&format!("signal {sig}: shutting down"));
+    shutdown.store(true, Ordering::Relaxed);
+    for h in &controller.dirs {
+        h.wake();
+    }
+    for t in [t_fwd, t_ret, t_tele, t_ctl] {
+        let _ = t.join();
+    }
+    telemetry::remove_socket(&sock_path);
+    Ok(())
+}

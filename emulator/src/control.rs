@@ -1,0 +1,751 @@
+//! Control HTTP endpoint (HTTP/1.1, one small thread, no async runtime):
+//!
+//! - `GET /status`   -> `{"uptime_s":..,"forward":DirectionStatus,"return":DirectionStatus}`
+//! - `POST /control` -> body `{"direction":"forward"|"return"|"both", "attenuation_db":..,
+//!   "resume_trace":..,"ber":..,"delay_ms":..}`; 200 with the new status (same document as
+//!   GET /status), or 400 `{"error":"<field>: <reason and limit>"}`. `direction` defaults to `both`.
+//! - `GET /metrics`  -> Prometheus text exposition format 0.0.4.
+//!
+//! Commands reach the direction threads through a channel each thread checks every loop (an
+//! eventfd wakes it when it sleeps); the HTTP thread waits for the answer.
+
+use crate::dataplane::{Cmd, DirHandle, PortStats};
+use crate::telemetry::TelemetryStats;
+use linkmodel::{ControlCommand, Dir, DirectionStatus};
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 64 * 1024;
+
+/// Which directions a control command applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Forward only.
+    Forward,
+    /// Return only.
+    Return,
+    /// Both.
+    Both,
+}
+
+impl Target {
+    /// The directions, in application order.
+    pub fn dirs(self) -> &'static [Dir] {
+        match self {
+            Target::Forward => &[Dir::Forward],
+            Target::Return => &[Dir::Return],
+            Target::Both => &[Dir::Forward, Dir::Return],
+        }
+    }
+}
+
+const FIELDS: &str = "direction, attenuation_db, resume_trace, ber, delay_ms";
+
+/// A 400 answer's message, `<field>: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest(pub String);
+
+fn number(
+    obj: &Map<String, Value>,
+    key: &str,
+    lo: f64,
+    hi: f64,
+    unit: &str,
+) -> Result<Option<f64>, BadRequest> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            let v = n
+                .as_f64()
+                .ok_or_else(|| BadRequest(format!("{key}: not a number")))?;
+            if !v.is_finite() || v < lo || v > hi {
+                return Err(BadRequest(format!(
+                    "{key}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
+                )));
+            }
+            Ok(Some(v))
+        }
+        Some(other) => Err(BadRequest(format!(
+            "{key}: expected a number, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses and validates a POST /control body.
+///
+/// The bounds here are the wire-level sanity limits (so that nonsense never reaches a direction
+/// thread); the link model checks its own limits again and its errors are returned as they are.
+pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| BadRequest(format!("body: invalid JSON ({e})")))?;
+    let Value::Object(obj) = v else {
+        return Err(BadRequest(format!(
+            "body: expected a JSON object with fields {FIELDS}"
+        )));
+    };
+    let mut unknown: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !FIELDS.split(", ").any(|f| f == *k))
+        .collect();
+    if !unknown.is_empty() {
+        unknown.sort_unstable();
+        return Err(BadRequest(format!(
+            "{}: unknown field (allowed: {FIELDS})",
+            unknown.join(", ")
+        )));
+    }
+    let target = match obj.get("direction") {
+        None | Some(Value::Null) => Target::Both,
+        Some(Value::String(s)) => match s.as_str() {
+            "forward" => Target::Forward,
+            "return" => Target::Return,
+            "both" => Target::Both,
+            _ => {
+                return Err(BadRequest(format!(
+                    "direction: {s:?} is not one of forward, return, both"
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(BadRequest(format!(
+                "direction: expected \"forward\", \"return\" or \"both\", got {}",
+                type_name(other)
+            )))
+        }
+    };
+    let resume_trace = match obj.get("resume_trace") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(BadRequest(format!(
+                "resume_trace: expected a boolean, got {}",
+                type_name(other)
+            )))
+        }
+    };
+    let cmd = ControlCommand {
+        attenuation_db: number(&obj, "attenuation_db", 0.0, 100.0, " dB")?,
+        resume_trace,
+        ber: number(&obj, "ber", 0.0, 0.5, "")?,
+        delay_ms: number(&obj, "delay_ms", 0.0, 10_000.0, " ms")?,
+    };
+    if cmd.attenuation_db.is_some() && cmd.resume_trace {
+        return Err(BadRequest(
+            "resume_trace: cannot be combined with attenuation_db".into(),
+        ));
+    }
+    if cmd == ControlCommand::default() {
+        return Err(BadRequest(
+            "body: no setting given (attenuation_db, resume_trace, ber or delay_ms)".into(),
+        ));
+    }
+    Ok((target, cmd))
+}
+
+/// The /status document.
+pub fn status_json(uptime_s: f64, fwd: &DirectionStatus, ret: &DirectionStatus) -> Value {
+    json!({ "uptime_s": uptime_s, "forward": fwd, "return": ret })
+}
+
+/// One parsed HTTP request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Method (GET, POST, ...).
+    pub method: String,
+    /// Path without the query string.
+    pub path: String,
+    /// Body bytes.
+    pub body: Vec<u8>,
+}
+
+/// Reads one request (request line, headers, Content-Length body).
+pub fn read_request<R: BufRead>(r: &mut R) -> io::Result<Option<Request>> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "bad request line",
+        ));
+    };
+    let method = method.to_string();
+    let path = target.split('?').next().unwrap_or("/").to_string();
+    let mut content_length = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h)? == 0 {
+            break;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                content_length = v.trim().parse().map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidData, "bad Content-Length")
+                })?;
+            }
+        }
+    }
+    if content_length > MAX_BODY {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "body too large"));
+    }
+    let mut body = vec![0u8; content_length];
+    r.read_exact(&mut body)?;
+    Ok(Some(Request { method, path, body }))
+}
+
+/// An HTTP response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Status code.
+    pub code: u16,
+    /// Content type.
+    pub content_type: &'static str,
+    /// Body.
+    pub body: String,
+}
+
+impl Response {
+    fn json(code: u16, v: &Value) -> Response {
+        Response {
+            code,
+            content_type: "application/json",
+            body: v.to_string() + "\n",
+        }
+    }
+
+    fn error(code: u16, msg: &str) -> Response {
+        Response::json(code, &json!({ "error": msg }))
+    }
+
+    fn write_to<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        let reason = match self.code {
+            200 => "OK",
+            400 => "Bad Request",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            500 => "Internal Server Error",
+            503 => "Service Unavailable",
+            _ => "",
+        };
+        write!(
+            w,
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+            self.code,
+            reason,
+            self.content_type,
+            self.body.len(),
+            self.body
+        )?;
+        w.flush()
+    }
+}
+
+/// The control server's view of the emulator.
+pub struct Controller {
+    /// Handles of the forward and return threads.
+    pub dirs: [DirHandle; 2],
+    /// Per-direction port counters.
+    pub port_stats: [Arc<PortStats>; 2],
+    /// Telemetry counters.
+    pub telemetry: Arc<TelemetryStats>,
+    /// Run clock.
+    pub clock: crate::sys::Clock,
+}
+
+impl Controller {
+    fn handle(&self, d: Dir) -> &DirHandle {
+        match d {
+            Dir::Forward => &self.dirs[0],
+            Dir::Return => &self.dirs[1],
+        }
+    }
+
+    fn status_of(&self, d: Dir) -> Option<DirectionStatus> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle(d).send(Cmd::Status(tx));
+        rx.recv_timeout(Duration::from_secs(2)).ok()
+    }
+
+    fn statuses(&self) -> Option<(DirectionStatus, DirectionStatus)> {
+        Some((self.status_of(Dir::Forward)?, self.status_of(Dir::Return)?))
+    }
+
+    fn uptime_s(&self) -> f64 {
+        self.clock.now_ns() as f64 / 1e9
+    }
+
+    /// Routes one request.
+    pub fn respond(&self, req: &Request) -> Response {
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/status") => match self.statuses() {
+                Some((f, r)) => Response::json(200, &status_json(self.uptime_s(), &f, &r)),
+                None => Response::error(503, "status: data plane did not answer"),
+            },
+            ("POST", "/control") => {
+                let (target, cmd) = match parse_control(&req.body) {
+                    Ok(x) => x,
+                    Err(BadRequest(m)) => return Response::error(400, &m),
+                };
+                for &d in target.dirs() {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    self.handle(d).send(Cmd::Control(cmd.clone(), tx));
+                    match rx.recv_timeout(Duration::from_secs(2)) {
+                        Ok(Ok(())) => {}
+                        Ok(Err(m)) => return Response::error(400, &m),
+                        Err(_) => {
+                            return Response::error(503, "control: data plane did not answer")
+                        }
+                    }
+                }
+                crate::log(&format!(
+                    "control: {} {:?}",
+                    String::from_utf8_lossy(&req.body).trim(),
+                    target
+                ));
+                match self.statuses() {
+                    Some((f, r)) => Response::json(200, &status_json(self.uptime_s(), &f, &r)),
+                    None => Response::error(503, "status: data plane did not answer"),
+                }
+            }
+            ("GET", "/metrics") => match self.statuses() {
+                Some((f, r)) => Response {
+                    code: 200,
+                    content_type: "text/plain; version=0.0.4",
+                    body: metrics_text(
+                        self.uptime_s(),
+                        [&f, &r],
+                        [&self.port_stats[0], &self.port_stats[1]],
+                        &self.telemetry,
+                    ),
+                },
+                None => Response::error(503, "metrics: data plane did not answer"),
+            },
+            (_, "/status") | (_, "/control") | (_, "/metrics") => Response::error(
+                405,
+                &format!("{}: method not allowed on {}", req.method, req.path),
+            ),
+            _ => Response::error(
+                404,
+                &format!(
+                    "{}: not found (GET /status, POST /control, GET /metrics)",
+                    req.path
+                ),
+            ),
+        }
+    }
+
+    /// Serves connections until `stop()` (checked every 20 ms), each on its own short-lived
+    /// thread (at most 16 at once), so a slow client does not hold up the others.
+    pub fn serve(self: &Arc<Self>, listener: TcpListener, stop: impl Fn() -> bool) {
+        let _ = listener.set_nonblocking(true);
+        let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        while !stop() {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if active.load(Ordering::Relaxed) >= 16 {
+                        let mut s = stream;
+                        let _ =
+                            Response::error(503, "control: too many connections").write_to(&mut s);
+                        continue;
+                    }
+                    active.fetch_add(1, Ordering::Relaxed);
+                    let (me, act) = (self.clone(), active.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("control-conn".into())
+                        .spawn(move || {
+                            me.connection(stream);
+                            act.fetch_sub(1, Ordering::Relaxed);
+                        });
+                    if spawned.is_err() {
+                        active.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    fn connection(&self, stream: TcpStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+        let Ok(mut w) = stream.try_clone() else {
+            return;
+        };
+        let mut r = BufReader::new(stream);
+        let resp = match read_request(&mut r) {
+            Ok(Some(req)) => self.respond(&req),
+            Ok(None) => return,
+            Err(e) => Response::error(400, &format!("request: {e}")),
+        };
+        let _ = resp.write_to(&mut w);
+    }
+}
+
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, values: &[(&str, f64)]) {
+    let _ = writeln!(out, "# HELP satlab_emulator_{name} {help}");
+    let _ = writeln!(out, "# TYPE satlab_emulator_{name} {kind}");
+    for (dir, v) in values {
+        let _ = writeln!(out, "satlab_emulator_{name}{{direction=\"{dir}\"}} {v}");
+    }
+}
+
+/// A counter: metric name, help text, how to read it.
+type CounterDef<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// The Prometheus text of GET /metrics.
+pub fn metrics_text(
+    uptime_s: f64,
+    st: [&DirectionStatus; 2],
+    ports: [&PortStats; 2],
+    tele: &TelemetryStats,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# HELP satlab_emulator_uptime_seconds Seconds since the emulator started."
+    );
+    let _ = writeln!(o, "# TYPE satlab_emulator_uptime_seconds gauge");
+    let _ = writeln!(o, "satlab_emulator_uptime_seconds {uptime_s}");
+    let per = |f: &dyn Fn(&DirectionStatus) -> f64| -> Vec<(&str, f64)> {
+        st.iter().map(|s| (s.direction.as_str(), f(s))).collect()
+    };
+    let counters: [CounterDef<linkmodel::Counters>; 8] = [
+        (
+            "offered_packets_total",
+            "Packets offered to the link (after segmentation).",
+            |c| c.offered_packets,
+        ),
+        (
+            "delivered_packets_total",
+            "Packets delivered to the far port.",
+            |c| c.delivered_packets,
+        ),
+        (
+            "delivered_bytes_total",
+            "Bytes delivered to the far port.",
+            |c| c.delivered_bytes,
+        ),
+        (
+            "queue_drops_total",
+            "Packets dropped by the full queue.",
+            |c| c.queue_drops,
+        ),
+        ("frame_erasures_total", "BBFrames / bursts erased.", |c| {
+            c.frame_erasures
+        }),
+        (
+            "erased_packets_total",
+            "Packets lost with erased frames.",
+            |c| c.erased_packets,
+        ),
+        (
+            "corrupted_packets_total",
+            "Packets hit by bit errors.",
+            |c| c.corrupted_packets,
+        ),
+        (
+            "reordered_packets_total",
+            "Packets that overtook or were overtaken.",
+            |c| c.reordered_packets,
+        ),
+    ];
+    for (name, help, f) in counters {
+        metric(
+            &mut o,
+            name,
+            "counter",
+            help,
+            &per(&|s| f(&s.counters) as f64),
+        );
+    }
+    metric(
+        &mut o,
+        "esn0_db",
+        "gauge",
+        "Es/N0 at the receiver, dB.",
+        &per(&|s| s.esn0_db),
+    );
+    metric(
+        &mut o,
+        "attenuation_db",
+        "gauge",
+        "Total attenuation, dB.",
+        &per(&|s| s.attenuation_db),
+    );
+    metric(
+        &mut o,
+        "modcod_id",
+        "gauge",
+        "MODCOD in use (0 for a fixed-rate link).",
+        &per(&|s| s.modcod.as_ref().map_or(0.0, |m| f64::from(m.id))),
+    );
+    metric(
+        &mut o,
+        "useful_rate_bps",
+        "gauge",
+        "Useful bit rate of the link, bit/s.",
+        &per(&|s| s.useful_rate_bps),
+    );
+    metric(
+        &mut o,
+        "delay_ms",
+        "gauge",
+        "One-way propagation delay, ms.",
+        &per(&|s| s.delay_ms),
+    );
+    metric(
+        &mut o,
+        "ber",
+        "gauge",
+        "Average bit error rate of the error model.",
+        &per(&|s| s.ber),
+    );
+    metric(
+        &mut o,
+        "queue_packets",
+        "gauge",
+        "Packets in the queue.",
+        &per(&|s| s.queue_packets as f64),
+    );
+    metric(
+        &mut o,
+        "queue_bytes",
+        "gauge",
+        "Bytes in the queue.",
+        &per(&|s| s.queue_bytes as f64),
+    );
+    let dirs = ["forward", "return"];
+    let port_counters: [CounterDef<PortStats>; 9] = [
+        (
+            "rx_frames_total",
+            "Frames read from the input port (super-packets count once).",
+            |p| p.rx_frames.load(Ordering::Relaxed),
+        ),
+        ("rx_bytes_total", "Bytes read from the input port.", |p| {
+            p.rx_bytes.load(Ordering::Relaxed)
+        }),
+        (
+            "gso_superpackets_total",
+            "GSO super-packets segmented.",
+            |p| p.gso_superpackets.load(Ordering::Relaxed),
+        ),
+        (
+            "gso_segments_total",
+            "Segments cut from GSO super-packets.",
+            |p| p.gso_segments.load(Ordering::Relaxed),
+        ),
+        (
+            "checksums_completed_total",
+            "Partial checksums completed.",
+            |p| p.csum_completed.load(Ordering::Relaxed),
+        ),
+        (
+            "rx_invalid_total",
+            "Frames dropped at input (truncated, unsupported offload).",
+            |p| p.rx_invalid.load(Ordering::Relaxed),
+        ),
+        (
+            "rx_kernel_drops_total",
+            "Frames the kernel dropped before the emulator read them (socket buffer full).",
+            |p| p.rx_kernel_drops.load(Ordering::Relaxed),
+        ),
+        (
+            "tx_frames_total",
+            "Frames written to the output port.",
+            |p| p.tx_frames.load(Ordering::Relaxed),
+        ),
+        ("tx_errors_total", "Frames the output port refused.", |p| {
+            p.tx_errors.load(Ordering::Relaxed)
+        }),
+    ];
+    for (name, help, f) in port_counters {
+        let vals: Vec<(&str, f64)> = dirs
+            .iter()
+            .zip(ports.iter())
+            .map(|(d, p)| (*d, f(p) as f64))
+            .collect();
+        metric(&mut o, name, "counter", help, &vals);
+    }
+    let _ = writeln!(
+        o,
+        "# HELP satlab_emulator_telemetry_clients Connected telemetry clients."
+    );
+    let _ = writeln!(o, "# TYPE satlab_emulator_telemetry_clients gauge");
+    let _ = writeln!(
+        o,
+        "satlab_emulator_telemetry_clients {}",
+        tele.clients.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(o, "# HELP satlab_emulator_telemetry_dropped_total Telemetry messages dropped (channel full or slow client).");
+    let _ = writeln!(o, "# TYPE satlab_emulator_telemetry_dropped_total counter");
+    let _ = writeln!(
+        o,
+        "satlab_emulator_telemetry_dropped_total{{reason=\"channel_full\"}} {}",
+        tele.dropped_events.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        o,
+        "satlab_emulator_telemetry_dropped_total{{reason=\"slow_client\"}} {}",
+        tele.dropped_lines.load(Ordering::Relaxed)
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_command() {
+        let (t, c) = parse_control(
+            br#"{"direction":"forward","attenuation_db":6.5,"ber":1e-6,"delay_ms":135}"#,
+        )
+        .unwrap();
+        assert_eq!(t, Target::Forward);
+        assert_eq!(
+            c,
+            ControlCommand {
+                attenuation_db: Some(6.5),
+                resume_trace: false,
+                ber: Some(1e-6),
+                delay_ms: Some(135.0)
+            }
+        );
+        let (t, c) = parse_control(br#"{"resume_trace":true}"#).unwrap();
+        assert_eq!(t, Target::Both);
+        assert!(c.resume_trace);
+        assert_eq!(
+            parse_control(br#"{"direction":"return","delay_ms":0}"#)
+                .unwrap()
+                .0,
+            Target::Return
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_fields_naming_them() {
+        let e = parse_control(br#"{"direction":"forward","attenuation":3,"zz":1}"#).unwrap_err();
+        assert_eq!(e.0, "attenuation, zz: unknown field (allowed: direction, attenuation_db, resume_trace, ber, delay_ms)");
+    }
+
+    #[test]
+    fn range_and_type_errors_name_field_and_limit() {
+        let e = parse_control(br#"{"ber":0.9}"#).unwrap_err();
+        assert_eq!(e.0, "ber: value 0.9 is outside the allowed range [0, 0.5]");
+        let e = parse_control(br#"{"attenuation_db":-1}"#).unwrap_err();
+        assert_eq!(
+            e.0,
+            "attenuation_db: value -1 is outside the allowed range [0, 100] dB"
+        );
+        let e = parse_control(br#"{"delay_ms":"fast"}"#).unwrap_err();
+        assert_eq!(e.0, "delay_ms: expected a number, got a string");
+        let e = parse_control(br#"{"direction":"up","ber":0}"#).unwrap_err();
+        assert!(e.0.starts_with("direction: \"up\" is not one of"));
+        let e = parse_control(br#"{"resume_trace":1}"#).unwrap_err();
+        assert!(e.0.starts_with("resume_trace: expected a boolean"));
+        let e = parse_control(br#"{"resume_trace":true,"attenuation_db":1}"#).unwrap_err();
+        assert!(e.0.starts_with("resume_trace:"));
+    }
+
+    #[test]
+    fn rejects_bad_bodies() {
+        assert!(parse_control(b"not json")
+            .unwrap_err()
+            .0
+            .starts_with("body: invalid JSON"));
+        assert!(parse_control(b"[1,2]")
+            .unwrap_err()
+            .0
+            .starts_with("body: expected a JSON object"));
+        assert!(parse_control(br#"{"direction":"both"}"#)
+            .unwrap_err()
+            .0
+            .starts_with("body: no setting"));
+    }
+
+    #[test]
+    fn reads_http_requests() {
+        let raw =
+            b"POST /control?x=1 HTTP/1.1\r\nHost: a\r\ncontent-length: 13\r\n\r\n{\"ber\":1e-7}X";
+        let req = read_request(&mut &raw[..]).unwrap().unwrap();
+        assert_eq!(req.method, "POST");
+        assert_eq!(req.path, "/control");
+        assert_eq!(req.body, b"{\"ber\":1e-7}X"[..13].to_vec());
+        let raw = b"GET /status HTTP/1.1\r\n\r\n";
+        let req = read_request(&mut &raw[..]).unwrap().unwrap();
+        assert_eq!(
+            (req.method.as_str(), req.path.as_str(), req.body.len()),
+            ("GET", "/status", 0)
+        );
+        assert!(read_request(&mut &b""[..]).unwrap().is_none());
+        assert!(read_request(
+            &mut &b"POST /control HTTP/1.1\r\nContent-Length: 999999\r\n\r\n"[..]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn response_is_http11_with_length() {
+        let mut out = Vec::new();
+        Response::error(400, "ber: bad").write_to(&mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.starts_with("HTTP/1.1 400 Bad Request\r\n"));
+        assert!(s.contains("Content-Length: 21\r\n"));
+        assert!(s.ends_with("{\"error\":\"ber: bad\"}\n"));
+    }
+
+    #[test]
+    fn metrics_have_each_direction() {
+        let s = DirectionStatus {
+            direction: Dir::Forward,
+            modcod: None,
+            esn0_db: 12.5,
+            attenuation_db: 1.0,
+            useful_rate_bps: 1e8,
+            delay_ms: 135.0,
+            ber: 0.0,
+            queue_packets: 4,
+            queue_bytes: 6000,
+            counters: Default::default(),
+        };
+        let mut r = s.clone();
+        r.direction = Dir::Return;
+        let p = PortStats::default();
+        let text = metrics_text(1.5, [&s, &r], [&p, &p], &TelemetryStats::default());
+        assert!(text.contains("satlab_emulator_esn0_db{direction=\"forward\"} 12.5\n"));
+        assert!(text.contains("satlab_emulator_queue_packets{direction=\"return\"} 4\n"));
+        assert!(text.contains("satlab_emulator_modcod_id{direction=\"forward\"} 0\n"));
+        assert!(text.contains("# TYPE satlab_emulator_delivered_packets_total counter\n"));
+        assert!(text.contains("satlab_emulator_useful_rate_bps{direction=\"return\"} 100000000\n"));
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, v) = line.rsplit_once(' ').unwrap();
+            v.parse::<f64>().unwrap();
+        }
+    }
+}

@@ -1,0 +1,727 @@
+//! One thread per direction: it owns the direction's `linkmodel::Direction`, the input port's rx
+//! half and the output port's tx half.
+//!
+//! Each loop: apply pending commands -> read every waiting frame in batches (complete partial
+//! checksums, cut GSO super-packets, put back stripped VLAN tags) and `enqueue(now)` them ->
+//! `poll(now)` -> send the delivered frames in one `sendmmsg` batch -> publish telemetry -> sleep
+//! until the model's next wake-up or until input arrives (epoll on the rx socket, a timerfd armed
+//! `SPIN` before the deadline, then a short busy poll to the deadline itself), so delivery times
+//! are met within a few microseconds without a core spinning all the time.
+//!
+//! Frame buffers are recycled through a per-thread pool: no allocation per packet in steady state.
+
+use crate::port::{RxFrame, RxPort, TxPort, BATCH};
+use crate::sys::{self, Clock, Notifier, Waiter};
+use crate::telemetry::{self, Event, EventKind, Msg};
+use linkmodel::config::EventLevel;
+use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
+use packet::ethernet;
+use packet::offload::{self, Gso};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::Arc;
+
+/// Buffers kept for reuse per thread.
+const POOL_MAX: usize = 16384;
+/// Capacity of a fresh frame buffer (a 1500-byte MTU frame with two VLAN tags fits).
+const FRAME_CAPACITY: usize = 1536;
+/// Buffers that grew beyond this (jumbo frames) are not kept.
+const POOL_KEEP_MAX: usize = 16384;
+/// Receive batches per loop before the model is polled (bounds the latency of deliveries).
+const RX_BATCHES_PER_LOOP: usize = 8;
+/// Input pause after a receive error (interface down or gone), ns.
+const RX_ERROR_PAUSE_NS: u64 = 100_000_000;
+/// How often a MODCOD change is looked for, ns.
+const MODCOD_CHECK_NS: u64 = 1_000_000;
+
+/// A request to a direction thread.
+pub enum Cmd {
+    /// Reply with the current status.
+    Status(SyncSender<DirectionStatus>),
+    /// Apply a control command; reply Ok or the error text (`<field>: <reason>`).
+    Control(ControlCommand, SyncSender<Result<(), String>>),
+}
+
+/// How other threads reach a direction thread.
+pub struct DirHandle {
+    tx: Sender<Cmd>,
+    notifier: Notifier,
+}
+
+impl DirHandle {
+    /// Sends a command and wakes the thread.
+    pub fn send(&self, c: Cmd) {
+        let _ = self.tx.send(c);
+        self.notifier.notify();
+    }
+
+    /// Wakes the thread (to notice shutdown).
+    pub fn wake(&self) {
+        self.notifier.notify();
+    }
+}
+
+/// Per-direction I/O counters (the model keeps its own).
+#[derive(Debug, Default)]
+pub struct PortStats {
+    /// Frames read (a super-packet counts once).
+    pub rx_frames: AtomicU64,
+    /// Bytes read.
+    pub rx_bytes: AtomicU64,
+    /// Super-packets segmented.
+    pub gso_superpackets: AtomicU64,
+    /// Segments produced.
+    pub gso_segments: AtomicU64,
+    /// Partial checksums completed.
+    pub csum_completed: AtomicU64,
+    /// Frames dropped at input.
+    pub rx_invalid: AtomicU64,
+    /// Frames the kernel dropped because we did not read them fast enough.
+    pub rx_kernel_drops: AtomicU64,
+    /// Frames sent.
+    pub tx_frames: AtomicU64,
+    /// Frames refused by the output port.
+    pub tx_errors: AtomicU64,
+}
+
+/// Everything a direction thread needs.
+pub struct DirThread {
+    dir: Dir,
+    model: Direction,
+    rx: RxPort,
+    tx: TxPort,
+    waiter: Waiter,
+    cmds: Receiver<Cmd>,
+    clock: Clock,
+    shutdown: Arc<AtomicBool>,
+    stats: Arc<PortStats>,
+    tele: telemetry::Sender,
+    events: EventLevel,
+    period_ns: u64,
+    spin_ns: Option<u64>,
+    rt_priority: Option<i32>,
+    rx_coalesce_ns: u64,
+    rx_paused_until: u64,
+    rx_error_logged_at: u64,
+    rt_offset: i64,
+    pool: Vec<Vec<u8>>,
+    outcomes: Vec<Outcome>,
+    out_frames: Vec<Vec<u8>>,
+}
+
+/// Settings of a direction thread.
+pub struct DirSettings {
+    /// Which events to publish.
+    pub events: EventLevel,
+    /// Telemetry period, ns.
+    pub period_ns: u64,
+    /// Busy-poll window before a deadline, ns; `None`: 0 when the thread got SCHED_FIFO (its
+    /// timer wake-ups are then prompt, and spinning at real-time priority would take CPU from the
+    /// hosts sharing the machine), 20 µs otherwise.
+    pub spin_ns: Option<u64>,
+    /// SCHED_FIFO priority for the thread (None: nice -10).
+    pub rt_priority: Option<i32>,
+    /// While input flows, read it every this many ns instead of waking for every frame.
+    pub rx_coalesce_ns: u64,
+}
+
+impl DirThread {
+    /// Prepares a direction thread and the handle other threads use to reach it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        dir: Dir,
+        model: Direction,
+        rx: RxPort,
+        tx: TxPort,
+        clock: Clock,
+        shutdown: Arc<AtomicBool>,
+        tele: telemetry::Sender,
+        settings: DirSettings,
+    ) -> std::io::Result<(DirThread, DirHandle, Arc<PortStats>)> {
+        let waiter = Waiter::new()?;
+        waiter.add(rx.fd(), 0)?;
+        let notifier = waiter.notifier()?;
+        let (ctx, crx) = std::sync::mpsc::channel();
+        let stats = Arc::new(PortStats::default());
+        let t = DirThread {
+            dir,
+            model,
+            rx,
+            tx,
+            waiter,
+            cmds: crx,
+            clock,
+            shutdown,
+            stats: stats.clone(),
+            tele,
+            events: settings.events,
+            period_ns: settings.period_ns.max(1_000_000),
+            spin_ns: settings.spin_ns,
+            rt_priority: settings.rt_priority,
+            rx_coalesce_ns: settings.rx_coalesce_ns,
+            rx_paused_until: 0,
+            rx_error_logged_at: 0,
+            rt_offset: sys::realtime_offset_ns().0,
+            pool: Vec::new(),
+            outcomes: Vec::with_capacity(4096),
+            out_frames: Vec::with_capacity(4096),
+        };
+        Ok((t, DirHandle { tx: ctx, notifier }, stats))
+    }
+
+    fn commands(&mut self) {
+        while let Ok(c) = self.cmds.try_recv() {
+            let now = self.clock.now_ns();
+            match c {
+                Cmd::Status(reply) => {
+                    let _ = reply.try_send(self.model.status(now));
+                }
+                Cmd::Control(cmd, reply) => {
+                    let r = self.model.control(now, &cmd).map_err(|e| e.to_string());
+                    let _ = reply.try_send(r);
+                }
+            }
+        }
+    }
+
+    /// Reads every waiting frame (bounded) and offers it to the model; returns frames read.
+    ///
+    /// A frame's time is its kernel receive timestamp (clamped to `[not_before, clock after the
+    /// read]`, so the model never sees time go back), not the time this thread woke up to read it.
+    fn receive(&mut self, not_before: u64, now: u64) -> usize {
+        let mut total = 0;
+        if now < self.rx_paused_until {
+            return 0;
+        }
+        let offset = self.rt_offset;
+        let mut times = RxTimes {
+            clock: self.clock,
+            offset,
+            not_before,
+            now,
+        };
+        for _ in 0..RX_BATCHES_PER_LOOP {
+            let n = match self.rx.recv_batch() {
+                Ok(n) => {
+                    // Upper bound of the frames' times: the clock after the read (a frame can
+                    // arrive after `now` was taken and before the read; clamping it to `now`
+                    // would make it leave early).
+                    times.now = self.clock.now_ns();
+                    n
+                }
+                Err(e) => {
+                    // Interface gone or down: pause input for a while instead of spinning on
+                    // the error, and say so at most once a second.
+                    self.rx_paused_until = now + RX_ERROR_PAUSE_NS;
+                    self.stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+                    if now >= self.rx_error_logged_at + 1_000_000_000
+                        || self.rx_error_logged_at == 0
+                    {
+                        self.rx_error_logged_at = now.max(1);
+                        crate::log(&format!(
+                            "{}: receive error: {e} (retrying)",
+                            self.dir.as_str()
+                        ));
+                    }
+                    0
+                }
+            };
+            for i in 0..n {
+                ingest(
+                    &mut self.rx,
+                    i,
+                    &times,
+                    &mut self.model,
+                    &mut self.pool,
+                    &self.stats,
+                );
+            }
+            total += n;
+            if n < BATCH {
+                break;
+            }
+        }
+        total
+    }
+
+    fn deliver(&mut self, now: u64) {
+        self.model.poll(now, &mut self.outcomes);
+        if self.outcomes.is_empty() {
+            return;
+        }
+        let want_events = !matches!(self.events, EventLevel::None) && self.tele.has_clients();
+        let all = matches!(self.events, EventLevel::All);
+        for o in self.outcomes.drain(..) {
+            match o {
+                Outcome::Deliver { frame, corrupted } => {
+                    if want_events && (all || corrupted.is_some()) {
+                        let kind = if corrupted.is_some() {
+                            EventKind::Corrupted
+                        } else {
+                            EventKind::Delivered
+                        };
+                        self.tele.send(Msg::Event(Event::from_frame(
+                            now,
+                            self.dir,
+                            kind,
+                            &frame,
+                            corrupted.map(|h| h.where_),
+                        )));
+                    }
+                    self.out_frames.push(frame);
+                }
+                Outcome::Lost { frame, cause } => {
+                    if want_events {
+                        let (kind, hit) = match cause {
+                            LossCause::QueueDrop => (EventKind::QueueDrop, None),
+                            LossCause::FrameErasure => (EventKind::Erased, None),
+                            LossCause::Corruption(h) => (EventKind::Corrupted, Some(h.where_)),
+                        };
+                        self.tele.send(Msg::Event(Event::from_frame(
+                            now, self.dir, kind, &frame, hit,
+                        )));
+                    }
+                    recycle(&mut self.pool, frame);
+                }
+            }
+        }
+        if !self.out_frames.is_empty() {
+            let (sent, failed) = self.tx.send_batch(&self.out_frames);
+            self.stats
+                .tx_frames
+                .fetch_add(sent as u64, Ordering::Relaxed);
+            if failed > 0 {
+                self.stats
+                    .tx_errors
+                    .fetch_add(failed as u64, Ordering::Relaxed);
+            }
+            for f in self.out_frames.drain(..) {
+                recycle(&mut self.pool, f);
+            }
+        }
+    }
+
+    /// Runs until shutdown.
+    pub fn run(mut self) {
+        sys::precise_timer_slack();
+        let mut realtime = false;
+        match sys::raise_thread_priority(self.rt_priority) {
+            Ok(how) => {
+                realtime = how.starts_with("SCHED_FIFO");
+                crate::log(&format!("{} thread: {how}", self.dir.as_str()));
+            }
+            Err(e) => crate::log(&format!(
+                "{} thread: priority not raised ({e}); delay precision may suffer under load",
+                self.dir.as_str()
+            )),
+        }
+        let mut next_status = 0u64;
+        let mut next_modcod_check = 0u64;
+        let mut last_modcod: Option<u32> = None;
+        let spin_ns = self.spin_ns.unwrap_or(if realtime { 0 } else { 20_000 });
+        let mut last_poll = 0u64;
+        let mut rx_interest = true;
+        let mut idle_overdue = 0u32;
+        let mut overdue_at: Option<u64> = None;
+        let mut warned_overdue = false;
+        loop {
+            if self.shutdown.load(Ordering::Relaxed) {
+                break;
+            }
+            self.commands();
+            let now = self.clock.now_ns();
+            let got = self.receive(last_poll, now);
+            let now = self.clock.now_ns();
+            self.deliver(now);
+            last_poll = now;
+
+            // Telemetry: periodic, and at once (within 1 ms) when the MODCOD changes.
+            if now >= next_modcod_check || now >= next_status {
+                let periodic = now >= next_status;
+                next_modcod_check = now + MODCOD_CHECK_NS;
+                if self.tele.has_clients() {
+                    let st = self.model.status(now);
+                    let id = st.modcod.as_ref().map(|m| m.id);
+                    if periodic || id != last_modcod {
+                        last_modcod = id;
+                        self.tele.send(Msg::Status {
+                            t_ns: now,
+                            status: Box::new(st),
+                        });
+                    }
+                }
+                if periodic {
+                    // The offset only moves when the wall clock is stepped; refresh it with a
+                    // tight measurement.
+                    let (off, width) = sys::realtime_offset_ns();
+                    if width < 20_000 {
+                        self.rt_offset = off;
+                    }
+                    let d = self.rx.take_kernel_drops();
+                    if d > 0 {
+                        self.stats.rx_kernel_drops.fetch_add(d, Ordering::Relaxed);
+                    }
+                    next_status = now - now % self.period_ns + self.period_ns;
+                }
+            }
+
+            if got >= BATCH * RX_BATCHES_PER_LOOP {
+                continue; // input is backed up: keep reading
+            }
+            let now = self.clock.now_ns();
+            // Model deadlines are met precisely (timer, then a short busy poll); telemetry and
+            // input reading only need to happen "about then".
+            let precise = self.model.next_wakeup_ns();
+            let mut lazy = if self.tele.has_clients() {
+                next_status.min(next_modcod_check)
+            } else {
+                next_status
+            };
+            // While input flows, do not wake for every frame: frames carry their kernel receive
+            // time, so reading them a little later changes nothing as long as they are read
+            // before the model moves past them (every poll is preceded by a read).
+            let mut coalesce = got > 0 && self.rx_coalesce_ns > 0;
+            if coalesce {
+                lazy = lazy.min(now + self.rx_coalesce_ns);
+            }
+            if now < self.rx_paused_until {
+                coalesce = true; // input paused after an error: do not wake for it
+                lazy = lazy.min(self.rx_paused_until);
+            }
+            if coalesce == rx_interest {
+                rx_interest = !coalesce;
+                let _ = self.waiter.set_interest(self.rx.fd(), 0, rx_interest);
+            }
+            if let Some(p) = precise.filter(|&p| p <= now + spin_ns) {
+                if p > now {
+                    std::hint::spin_loop();
+                    idle_overdue = 0;
+                } else if got == 0 {
+                    // The model keeps asking for the same time, already passed, without moving:
+                    // never spin on that at real-time priority.
+                    if precise == overdue_at {
+                        idle_overdue += 1;
+                    } else {
+                        idle_overdue = 0;
+                        overdue_at = precise;
+                    }
+                    if idle_overdue > 100_000 {
+                        if !warned_overdue {
+                            crate::log(&format!(
+                                "{}: link model wake-up stays in the past; throttling",
+                                self.dir.as_str()
+                            ));
+                            warned_overdue = true;
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                }
+                continue; // busy-poll the last microseconds (still reading input)
+            }
+            idle_overdue = 0;
+            let wake_at = precise.map_or(lazy, |p| lazy.min(p - spin_ns));
+            if wake_at <= now {
+                continue;
+            }
+            self.waiter.arm(self.clock.mono_ns_of(wake_at));
+            self.waiter.wait(-1);
+        }
+    }
+}
+
+fn take(pool: &mut Vec<Vec<u8>>) -> Vec<u8> {
+    pool.pop()
+        .unwrap_or_else(|| Vec::with_capacity(FRAME_CAPACITY))
+}
+
+fn recycle(pool: &mut Vec<Vec<u8>>, mut f: Vec<u8>) {
+    if pool.len() < POOL_MAX && f.capacity() <= POOL_KEEP_MAX {
+        f.clear();
+        pool.push(f);
+    }
+}
+
+fn with_vlan(out: &mut Vec<u8>, tag: Option<ethernet::VlanTag>) {
+    if let Some(t) = tag {
+        ethernet::insert_vlan_tag(out, t);
+    }
+}
+
+struct RxTimes {
+    clock: Clock,
+    offset: i64,
+    not_before: u64,
+    now: u64,
+}
+
+impl RxTimes {
+    fn of(&self, rx_realtime_ns: Option<u64>) -> u64 {
+        match rx_realtime_ns {
+            Some(r) => self
+                .clock
+                .run_ns_of_realtime(r, self.offset)
+                .clamp(self.not_before, self.now),
+            None => self.now,
+        }
+    }
+}
+
+/// Turns one received frame into wire-sized, checksum-complete frames offered to the model.
+fn ingest(
+    rx: &mut RxPort,
+    i: usize,
+    times: &RxTimes,
+    model: &mut Direction,
+    pool: &mut Vec<Vec<u8>>,
+    stats: &PortStats,
+) {
+    let Some(f) = rx.frame(i) else {
+        stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let now = times.of(f.rx_realtime_ns);
+    ingest_frame(f, now, model, pool, stats);
+}
+
+/// The port-independent part of [`ingest`].
+fn ingest_frame(
+    f: RxFrame<'_>,
+    now: u64,
+    model: &mut Direction,
+    pool: &mut Vec<Vec<u8>>,
+    stats: &PortStats,
+) {
+    stats.rx_frames.fetch_add(1, Ordering::Relaxed);
+    stats
+        .rx_bytes
+        .fetch_add(f.data.len() as u64, Ordering::Relaxed);
+    if f.vnet.is_gso() {
+        match Gso::new(f.data, &f.vnet) {
+            Ok(g) => {
+                stats.gso_superpackets.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .gso_segments
+                    .fetch_add(g.count() as u64, Ordering::Relaxed);
+                for s in 0..g.count() {
+                    let mut v = take(pool);
+                    g.write_segment(s, &mut v);
+                    with_vlan(&mut v, f.vlan);
+                    model.enqueue(now, v);
+                }
+            }
+            Err(_) => {
+                stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        return;
+    }
+    if f.vnet.needs_csum() {
+        if offload::complete_if_partial(f.data, &f.vnet).is_ok() {
+            stats.csum_completed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    let mut v = take(pool);
+    match f.vlan {
+        Some(t) => {
+            v.extend_from_slice(&f.data[..12]);
+            v.extend_from_slice(&t.tpid.to_be_bytes());
+            v.extend_from_slice(&t.tci().to_be_bytes());
+            v.extend_from_slice(&f.data[12..]);
+        }
+        None => v.extend_from_slice(f.data),
+    }
+    model.enqueue(now, v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkmodel::EmulatorConfig;
+    use packet::ethernet::VlanTag;
+    use packet::offload::{gso_type, VirtioNetHdr, VNET_HDR_F_NEEDS_CSUM};
+    use packet::{checksum, ipv4, tcp};
+    use std::net::Ipv4Addr;
+
+    /// Ethernet + IPv4 10.0.0.1 -> 10.0.0.2 + TCP (20-byte header) + `payload` bytes, with the
+    /// transport checksum left partial as veth leaves it.
+    fn tcp_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        let total = (20 + 20 + payload) as u16;
+        f.extend_from_slice(&[
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0x12,
+            0x34,
+            0x40,
+            0,
+            64,
+            6,
+            0,
+            0,
+        ]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[
+            0x9c, 0x40, 0x14, 0x51, 0, 0, 0x10, 0, 0, 0, 0, 1, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
+        ]);
+        f.extend((0..payload).map(|i| (i % 253) as u8));
+        ipv4::Packet::new_unchecked(&mut f[14..]).fill_checksum();
+        let pseudo = checksum::pseudo_header_v4(
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+            6,
+            u32::from(total) - 20,
+        );
+        f[50..52].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
+        f
+    }
+
+    fn model() -> Direction {
+        let cfg = EmulatorConfig::from_yaml_str(
+            "forward: {delay_ms: 10, kind: fixed, rate_bps: 1.0e9, queue: {limit_packets: 1000, limit_bytes: 10000000}}",
+        )
+        .unwrap();
+        Direction::new(&cfg, Dir::Forward).unwrap()
+    }
+
+    fn drain(m: &mut Direction) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        m.poll(1_000_000_000, &mut out);
+        out.into_iter()
+            .map(|o| match o {
+                Outcome::Deliver {
+                    frame,
+                    corrupted: None,
+                } => frame,
+                other => panic!("unexpected outcome {other:?}"),
+            })
+            .collect()
+    }
+
+    fn check_tcp(frame: &[u8], vlan: bool) -> (u32, usize) {
+        let eth = ethernet::Frame::new_checked(frame).unwrap();
+        assert_eq!(eth.vlan().is_some(), vlan);
+        let ip = ipv4::Packet::new_checked(eth.payload()).unwrap();
+        assert!(ip.verify_checksum());
+        let t = tcp::Packet::new_checked(ip.payload()).unwrap();
+        assert!(t.verify_checksum(ip.src_addr().into(), ip.dst_addr().into()));
+        (t.seq_number(), t.payload().len())
+    }
+
+    #[test]
+    fn super_packet_is_segmented_with_complete_checksums_and_vlan_restored() {
+        let mut m = model();
+        let (mut pool, stats) = (Vec::new(), PortStats::default());
+        let mut f = tcp_frame(4000);
+        let vnet = VirtioNetHdr {
+            flags: VNET_HDR_F_NEEDS_CSUM,
+            gso_type: gso_type::TCPV4,
+            hdr_len: 54,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        let tag = VlanTag {
+            tpid: 0x8100,
+            pcp: 1,
+            dei: false,
+            vid: 77,
+        };
+        let rx = RxFrame {
+            data: &mut f,
+            vnet,
+            vlan: Some(tag),
+            rx_realtime_ns: None,
+        };
+        ingest_frame(rx, 0, &mut m, &mut pool, &stats);
+        let out = drain(&mut m);
+        assert_eq!(out.len(), 3);
+        let segs: Vec<(u32, usize)> = out.iter().map(|f| check_tcp(f, true)).collect();
+        assert_eq!(
+            segs,
+            vec![(0x1000, 1448), (0x1000 + 1448, 1448), (0x1000 + 2896, 1104)]
+        );
+        assert_eq!(stats.gso_superpackets.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.gso_segments.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn partial_checksum_is_completed_and_buffers_are_recycled() {
+        let mut m = model();
+        let (mut pool, stats) = (Vec::new(), PortStats::default());
+        let mut f = tcp_frame(100);
+        let vnet = VirtioNetHdr {
+            flags: VNET_HDR_F_NEEDS_CSUM,
+            csum_start: 34,
+            csum_offset: 16,
+            ..Default::default()
+        };
+        ingest_frame(
+            RxFrame {
+                data: &mut f,
+                vnet,
+                vlan: None,
+                rx_realtime_ns: None,
+            },
+            0,
+            &mut m,
+            &mut pool,
+            &stats,
+        );
+        let out = drain(&mut m);
+        assert_eq!(out.len(), 1);
+        assert_eq!(check_tcp(&out[0], false), (0x1000, 100));
+        assert_eq!(stats.csum_completed.load(Ordering::Relaxed), 1);
+        for v in out {
+            recycle(&mut pool, v);
+        }
+        assert_eq!(pool.len(), 1);
+        assert!(pool[0].is_empty() && pool[0].capacity() >= FRAME_CAPACITY);
+    }
+
+    #[test]
+    fn unsupported_offload_is_counted_not_forwarded() {
+        let mut m = model();
+        let (mut pool, stats) = (Vec::new(), PortStats::default());
+        let mut f = tcp_frame(100);
+        let vnet = VirtioNetHdr {
+            gso_type: gso_type::UDP,
+            gso_size: 8,
+            ..Default::default()
+        };
+        ingest_frame(
+            RxFrame {
+                data: &mut f,
+                vnet,
+                vlan: None,
+                rx_realtime_ns: None,
+            },
+            0,
+            &mut m,
+            &mut pool,
+            &stats,
+        );
+        assert!(drain(&mut m).is_empty());
+        assert_eq!(stats.rx_invalid.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn receive_times_are_clamped_to_the_last_poll_and_now() {
+        let clock = Clock::start();
+        let offset = sys::realtime_offset_ns().0;
+        let t = RxTimes {
+            clock,
+            offset,
+            not_before: 5_000,
+            now: 9_000,
+        };
+        assert_eq!(t.of(None), 9_000);
+        assert_eq!(t.of(Some(0)), 5_000);
+        let real_now = (clock.mono_ns_of(7_000) as i64 + offset) as u64;
+        assert_eq!(t.of(Some(real_now)), 7_000);
+    }
+}
