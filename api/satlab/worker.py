@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from satlab import db
-from satlab.scenario import LINK_PATH_KEYS, RunSpec, Scenario, parse_scenario
+from satlab.scenario import RunSpec, Scenario, parse_scenario
 from satlab.service import control, queue, runs
+from satlab.service import files as file_store
 from satlab.service.models import Experiment, UploadedFile
 from satlab.settings import get_settings
 
@@ -55,19 +56,6 @@ def _default_sweep() -> list[str]:
 RUNNER: Runner = _default_runner
 SWEEP: Callable[[], list[str]] = _default_sweep
 IDENTITY = runs.WorkerIdentity(socket.gethostname(), os.getpid())
-
-
-def _rewrite_paths(link: Any, paths: dict[str, str]) -> Any:
-    if isinstance(link, dict):
-        return {
-            k: paths.get(v, v)
-            if k in LINK_PATH_KEYS and isinstance(v, str)
-            else _rewrite_paths(v, paths)
-            for k, v in link.items()
-        }
-    if isinstance(link, list):
-        return [_rewrite_paths(v, paths) for v in link]
-    return link
 
 
 class Heartbeat(threading.Thread):
@@ -128,15 +116,9 @@ def execute_run(run_id: int, me: runs.WorkerIdentity | None = None) -> str | Non
     doc: dict[str, Any] | None = None
     error: str | None = None
     try:
-        paths = {}
-        for name, f in files.items():
-            assert f is not None
-            target = workdir / "files" / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(f.content)
-            paths[name] = str(target)
-        scenario_data["link"] = _rewrite_paths(scenario_data.get("link", {}), paths)
-        spec_data["link"] = _rewrite_paths(spec_data.get("link", {}), paths)
+        paths = file_store.materialize(files, workdir / "files")
+        scenario_data["link"] = file_store.rewrite_paths(scenario_data.get("link", {}), paths)
+        spec_data["link"] = file_store.rewrite_paths(spec_data.get("link", {}), paths)
         sc = parse_scenario(scenario_data)
         spec = RunSpec.model_validate(spec_data)
         hb.start()

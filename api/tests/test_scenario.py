@@ -80,7 +80,7 @@ def test_relative_link_files_resolve_against_the_scenario(tmp_path: Path) -> Non
     f = tmp_path / "s.yaml"
     f.write_text(
         "name: t\ntraffic: [{kind: bulk_tcp, bytes: 10}]\nconfigurations: [{name: c}]\n"
-        "link: {forward: {downlink: {attenuation: {kind: file, file: traces/a.txt}}}}\n"
+        "link: {forward: {downlink: {attenuation: {type: file, file: traces/a.txt}}}}\n"
     )
     sc = load_scenario(f)
     got = sc.link["forward"]["downlink"]["attenuation"]["file"]

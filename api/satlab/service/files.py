@@ -18,6 +18,7 @@ import hashlib
 import math
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -236,3 +237,29 @@ def resolve_refs(session: Session, link: Any) -> dict[str, int]:
     if errors:
         raise Invalid(errors)
     return pinned
+
+
+def materialize(rows: dict[str, UploadedFile | None], root: Path) -> dict[str, str]:
+    """Write uploaded files under root by their names; returns name -> path on disk."""
+    paths = {}
+    for name, f in rows.items():
+        assert f is not None, f"file {name} vanished"
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f.content)
+        paths[name] = str(target)
+    return paths
+
+
+def rewrite_paths(link: Any, paths: dict[str, str]) -> Any:
+    """The link with every file reference replaced by its path on disk."""
+    if isinstance(link, dict):
+        return {
+            k: paths.get(v, v)
+            if k in LINK_PATH_KEYS and isinstance(v, str)
+            else rewrite_paths(v, paths)
+            for k, v in link.items()
+        }
+    if isinstance(link, list):
+        return [rewrite_paths(v, paths) for v in link]
+    return link

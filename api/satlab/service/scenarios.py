@@ -9,6 +9,9 @@ any of its revisions.
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,12 +19,13 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from satlab.scenario import Scenario as ScenarioSpec
-from satlab.scenario import ScenarioError, parse_scenario
+from satlab.scenario import ScenarioError, expand_runs, parse_scenario
 from satlab.service import files
 from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, TooLarge
-from satlab.service.models import Experiment, Scenario, ScenarioRevision
+from satlab.service.models import Experiment, Scenario, ScenarioRevision, UploadedFile
 from satlab.settings import get_settings
+from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
 
 
 def parse_yaml(text: str) -> ScenarioSpec:
@@ -54,7 +58,8 @@ def spec_yaml(spec: ScenarioSpec) -> str:
 def _add_revision(
     session: Session, sc: Scenario, text: str, spec: ScenarioSpec, who: Principal
 ) -> ScenarioRevision:
-    files.resolve_refs(session, spec.link)
+    pinned = files.resolve_refs(session, spec.link)
+    _check_links_with_the_emulator(session, spec, pinned)
     number = (
         session.scalar(
             select(func.max(ScenarioRevision.number)).where(ScenarioRevision.scenario_id == sc.id)
@@ -71,6 +76,28 @@ def _add_revision(
     session.add(rev)
     session.flush()
     return rev
+
+
+def _check_links_with_the_emulator(
+    session: Session, spec: ScenarioSpec, pinned: dict[str, int]
+) -> None:
+    """Every link the scenario expands to (one per sweep value) must pass the emulator's own
+    validation, so a bad link field is a 422 now, not a failed run later. Skipped where the API
+    runs without the emulator binary (workers validate again before their runs)."""
+    if not EMULATOR_BIN.is_file():
+        return
+    rows = {name: session.get(UploadedFile, fid) for name, fid in pinned.items()}
+    links = {
+        json.dumps(r.link, sort_keys=True)
+        for r in expand_runs(spec.model_copy(update={"repetitions": 1}))
+    }
+    with tempfile.TemporaryDirectory(prefix="satlab-check-") as tmp:
+        paths = files.materialize(rows, Path(tmp))
+        for text in links:
+            try:
+                check_link(files.rewrite_paths(json.loads(text), paths))
+            except LinkConfigError as err:
+                raise Invalid([f"link: {err}".replace(tmp + "/", "")]) from None
 
 
 def create(session: Session, who: Principal, text: str) -> ScenarioRevision:

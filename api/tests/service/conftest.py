@@ -122,7 +122,7 @@ link:
   forward:
     delay_ms: 250
     downlink:
-      attenuation: {{kind: file, file: traces/fade.txt}}
+      attenuation: {{type: file, file: traces/fade.txt}}
   return: {{delay_ms: 250, kind: fixed, rate_bps: 5.0e6}}
 traffic:
   - kind: bulk_tcp

@@ -166,3 +166,17 @@ def test_scenario_in_use_cannot_be_deleted(client: TestClient, tokens: Tokens) -
     sc = client.get("/api/scenarios?name=used", headers=tokens.h("viewer")).json()["items"][0]
     r = client.delete(f"/api/scenarios/{sc['id']}", headers=tokens.h("admin"))
     assert r.status_code == 409
+
+
+def test_the_emulator_refuses_a_bad_link_at_submission(client: TestClient, tokens: Tokens) -> None:
+    upload_fade(client, tokens)
+    bad = scenario_yaml("badlink").replace(
+        "delay_ms: 250\n", "delay_ms: 250\n    symbol_rate: 5\n", 1
+    )
+    r = client.post("/api/scenarios", json={"yaml": bad}, headers=tokens.h("submitter"))
+    assert r.status_code == 422, r.text
+    (err,) = r.json()["errors"]
+    assert err.startswith("link: ") and "unknown field `symbol_rate`" in err
+    swept = scenario_yaml("badsweep") + "sweep: {path: forward.queue.limit_packets, values: [0]}\n"
+    r = client.post("/api/scenarios", json={"yaml": swept}, headers=tokens.h("submitter"))
+    assert r.status_code == 422 and "forward.queue.limit_packets" in r.json()["errors"][0], r.text
