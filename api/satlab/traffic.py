@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 CHUNK = 256 * 1024
+CONNECT_RETRY_S = 5.0
 stopping = threading.Event()
 
 
@@ -103,13 +104,32 @@ def sink(port: int) -> dict[str, Any]:
     return {"mode": "sink", "connections": conns, "udp": udp}
 
 
+def _connect(dst: str, port: int, cc: str | None) -> tuple[socket.socket, float]:
+    """A connected socket and the time its (successful) connect started. A refused connect is
+    retried for a few seconds: the receiver's sink may still be starting on a loaded machine."""
+    deadline = time.monotonic() + CONNECT_RETRY_S
+    while True:
+        s = _tcp_socket(cc)
+        t_start = time.monotonic()
+        try:
+            s.connect((dst, port))
+            return s, t_start
+        except ConnectionRefusedError:
+            s.close()
+            if time.monotonic() > deadline or stopping.is_set():
+                raise
+            time.sleep(0.05)
+
+
 def _send_bytes(
     dst: str, port: int, cc: str | None, nbytes: int | None, until: float | None
 ) -> dict[str, Any]:
     t_start = time.monotonic()
-    s = _tcp_socket(cc)
     try:
-        s.connect((dst, port))
+        s, t_start = _connect(dst, port, cc)
+    except OSError as exc:
+        return {"t_start": t_start, "error": str(exc), "bytes_sent": 0, "complete": False}
+    try:
         t_conn = time.monotonic()
         payload = memoryview(bytes(CHUNK))
         sent = 0

@@ -18,6 +18,7 @@ from satlab import db
 from satlab.app import create_app
 from satlab.service import auth
 from satlab.settings import REPO_ROOT, get_settings
+from satlab.testbed.emulator import EMULATOR_BIN
 
 ALEMBIC_INI = str(REPO_ROOT / "api" / "alembic.ini")
 TABLES = (
@@ -135,6 +136,13 @@ configurations:
 """
 
 FADE = b"# tick dB\n0 0\n10 3\n20 0\n"
+
+
+# Tests that run real testbeds (network namespaces and the emulator). CI is root and builds the
+# emulator, so there they always run.
+needs_testbed = pytest.mark.skipif(
+    os.geteuid() != 0 or not EMULATOR_BIN.is_file(), reason="needs root and the emulator binary"
+)
 
 
 def scenario_yaml(name: str = "t1", reps: int = 2) -> str:

@@ -1,5 +1,6 @@
 """The CI-facing CLI against a real HTTP server (uvicorn) and database: submit with file upload
-and a sweep, idempotent resubmission, the worker, wait with --expect gates and JUnit XML."""
+and a sweep, idempotent resubmission, the worker running real testbed runs, wait with --expect
+gates and JUnit XML."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from satlab import cli, worker
 from satlab.app import create_app
 from satlab.remote_cli import CliError, Expectation, evaluate
 
-from .conftest import FADE, Tokens, scenario_yaml
-from .fake_run import make_runner
+from .conftest import FADE, Tokens, needs_testbed, scenario_yaml
 
 
 @pytest.fixture
@@ -44,18 +44,17 @@ def run_cli(*argv: str) -> int:
     return int(exc.value.code or 0)
 
 
+@needs_testbed
 def test_submit_wait_expect_junit(
     server: str,
     tokens: Tokens,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(worker, "RUNNER", make_runner())
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "fade.txt").write_bytes(FADE)
     f = tmp_path / "s.yaml"
-    f.write_text(scenario_yaml("cli", 2))
+    f.write_text(scenario_yaml("cli", 1))
     auth = ["--url", server, "--token", tokens.submitter]
     sweep = "forward.bit_errors.ber=1e-7,1e-5"
     assert run_cli("submit", str(f), *auth, "--sweep", sweep, "--idempotency-key", "b1") == 0
@@ -69,23 +68,24 @@ def test_submit_wait_expect_junit(
         str(exp_id),
         *auth,
         "--expect",
-        "ratio(goodput_bps, bbr/cubic, sweep=1e-7) >= 1.4",
+        "ratio(goodput_bps, bbr/cubic, sweep=1e-7) > 0.01",
         "--expect",
-        "ratio_low(goodput_bps, bbr/cubic) > 1.0",
+        "mean(goodput_bps, cubic) > 1e4",
         "--expect",
-        "mean(retransmissions, cubic) < 10",
+        "mean(retransmissions, cubic) < 1e6",
         "--junit",
         str(junit),
     )
     assert code == 0
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "11" and suite.get("failures") == "0"
+    # 4 runs (2 sweep values x 2 configurations) + 3 expectations
+    assert suite is not None and suite.get("tests") == "7" and suite.get("failures") == "0"
     code = run_cli(
         "wait",
         str(exp_id),
         *auth,
         "--expect",
-        "ratio(goodput_bps, cubic/bbr) >= 1.2",
+        "ratio(goodput_bps, cubic/bbr) >= 100",
         "--junit",
         str(junit),
     )
@@ -99,10 +99,10 @@ def test_submit_wait_expect_junit(
     assert run_cli("compare", str(exp_id), *auth, "--baseline", "cubic") == 0
     out = tmp_path / "runs.csv"
     assert run_cli("export", str(exp_id), *auth, "-o", str(out)) == 0
-    assert len(out.read_text().splitlines()) == 9
+    assert len(out.read_text().splitlines()) == 5
     # Refusals exit 2 with the reason.
     bad = tmp_path / "bad.yaml"
-    bad.write_text(scenario_yaml("cli", 2).replace("duration_s: 2\nrep", "duration_s: -2\nrep"))
+    bad.write_text(scenario_yaml("cli", 1).replace("duration_s: 2\nrep", "duration_s: -2\nrep"))
     capsys.readouterr()
     assert run_cli("submit", str(bad), *auth) == 2
     assert "duration_s:" in capsys.readouterr().err

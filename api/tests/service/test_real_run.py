@@ -3,7 +3,6 @@ needed; skipped otherwise): stored, compared, and live control reaching the runn
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
@@ -13,14 +12,10 @@ from fastapi.testclient import TestClient
 
 from satlab import db, worker
 from satlab.service.models import Run
-from satlab.settings import REPO_ROOT
 
-from .conftest import Tokens
+from .conftest import Tokens, needs_testbed
 
-EMULATOR = REPO_ROOT / "target" / "release" / "satlab-emulator"
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not EMULATOR.is_file(), reason="needs root and the emulator binary"
-)
+pytestmark = needs_testbed
 
 SHORT = """\
 version: 1

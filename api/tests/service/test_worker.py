@@ -1,16 +1,19 @@
-"""The worker against the real database and the real procrastinate queue: claim, heartbeat,
-results, the janitor, a worker killed mid-run. The orchestrator is stood in for by fake_run when
-the emulator binary is missing (see test_real_run for the real one)."""
+"""The worker against the real database, the real procrastinate queue and real testbed runs
+(root and the emulator binary): claim, heartbeat, stored results, a run whose agent dies, the
+janitor, a worker killed mid-run whose testbed is swept."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,10 +22,11 @@ from sqlalchemy import select, text, update
 from satlab import db, worker
 from satlab.service import runs
 from satlab.service.models import Run, RunEvent, Series
-from satlab.settings import REPO_ROOT, get_settings
+from satlab.settings import get_settings
+from satlab.testbed import topology
+from satlab.testbed.testbed import STATE_ROOT
 
-from .conftest import Tokens, make_experiment
-from .fake_run import make_runner
+from .conftest import Tokens, make_experiment, needs_testbed, scenario_yaml, upload_fade
 
 ME = runs.WorkerIdentity("test-host", os.getpid())
 
@@ -41,16 +45,27 @@ def _run(run_id: int) -> Run:
         return r
 
 
-@pytest.fixture
-def fake_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker, "RUNNER", make_runner())
-    monkeypatch.setattr(worker, "SWEEP", lambda: [])
+def _kill_srv1_agent_once_running(rid: int, timeout_s: float = 30) -> None:
+    """SIGKILL the srv1 agent of the run's testbed once its flows are going."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        r = _run(rid)
+        if r.state == "running" and r.progress > 0 and r.testbed_id:
+            state = json.loads((STATE_ROOT / r.testbed_id / "state.json").read_text())
+            os.kill(state["agents"]["srv1"], signal.SIGKILL)
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run never got going")
 
 
-def test_procrastinate_worker_runs_every_queued_run(
-    client: TestClient, tokens: Tokens, fake_runner: None
-) -> None:
-    exp = make_experiment(client, tokens, "w1", reps=2)["experiment"]
+@needs_testbed
+def test_procrastinate_worker_runs_every_queued_run(client: TestClient, tokens: Tokens) -> None:
+    upload_fade(client, tokens)
+    text_ = scenario_yaml("w1", 2) + "capture: {snaplen_bytes: 96, max_bytes_per_host: 100000}\n"
+    sc = client.post("/api/scenarios", json={"yaml": text_}, headers=tokens.h("submitter")).json()
+    exp = client.post(
+        "/api/experiments", json={"scenario_id": sc["id"]}, headers=tokens.h("submitter")
+    ).json()["experiment"]
     worker.app.run_worker(
         queues=["runs"],
         concurrency=1,
@@ -59,44 +74,48 @@ def test_procrastinate_worker_runs_every_queued_run(
         delete_jobs="successful",
     )
     full = client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()
-    assert full["state"] == "succeeded", full
+    assert full["state"] == "succeeded", [r["error"] for r in full["runs"]]
     assert all(r["state"] == "succeeded" and r["attempt"] == 1 for r in full["runs"])
     with db.get_engine().connect() as c:
         assert c.execute(text("SELECT count(*) FROM procrastinate_jobs")).scalar() == 0
     run = full["runs"][0]
-    assert run["summary"]["goodput_bps"] == 10e6 and run["summary"]["retransmissions"] == 3
-    # Jain over the two sender connections (1000 and 2000 bytes per sample): 0.9
-    assert run["summary"]["jain_fairness"] == pytest.approx(0.9)
+    # 2 s at a 500 ms RTT is slow start only: a few hundred kbit/s.
+    assert run["summary"]["goodput_bps"] > 5e4 and run["summary"]["retransmissions"] >= 0
     doc = client.get(f"/api/runs/{run['id']}/result", headers=tokens.h("viewer")).json()
     assert doc["schema"] == "satlab.run/1" and "timeseries" not in doc
     series = client.get(f"/api/runs/{run['id']}/series", headers=tokens.h("viewer")).json()
     names = {s["name"] for s in series}
-    assert "link.forward.modcod" in names and "tcp.srv1:40000-5001.cwnd" in names
+    assert "link.forward.modcod" in names
+    assert any(n.startswith("tcp.srv1:") and n.endswith(".cwnd") for n in names), names
     ds = client.get(
         f"/api/runs/{run['id']}/series/link.forward.attenuation_db?buckets=3",
         headers=tokens.h("viewer"),
     ).json()
-    assert ds["points"] == 30 and len(ds["buckets"]) == 3
-    assert ds["buckets"][0]["min"] == 0 and ds["buckets"][0]["max"] == 9
-    assert ds["buckets"][0]["mean"] == pytest.approx(4.5)
+    # 2 s of 100 ms telemetry; the fade trace (0 dB rising to 3 dB over 10 s) shows in them.
+    assert ds["points"] >= 15 and len(ds["buckets"]) == 3
+    assert ds["buckets"][0]["mean"] < ds["buckets"][-1]["mean"] < 3
     arts = client.get(f"/api/runs/{run['id']}/artifacts", headers=tokens.h("viewer")).json()
-    assert arts == [
-        {"name": "pcap.srv1", "content_type": "application/vnd.tcpdump.pcap", "size_bytes": 24}
-    ]
+    assert {a["name"] for a in arts} == {"pcap.srv1", "pcap.cli1"}
+    assert all(0 < a["size_bytes"] <= 100_000 + 24 for a in arts)
     pcap = client.get(f"/api/runs/{run['id']}/artifacts/pcap.srv1", headers=tokens.h("viewer"))
     assert pcap.content.startswith(b"\xd4\xc3\xb2\xa1")
     # Aggregation, comparison, export.
     agg = client.get(f"/api/experiments/{exp['id']}/results", headers=tokens.h("viewer")).json()
     row = next(r for r in agg["rows"] if r["configuration"] == "bbr")
     g = row["metrics"]["goodput_bps"]
-    assert g["n"] == 2 and g["mean"] == pytest.approx(15e6 * 1.005) and g["half_width"] > 0
+    assert g["n"] == 2 and g["mean"] > 5e4 and g["half_width"] is not None
     cmp = client.get(
         f"/api/experiments/{exp['id']}/comparison?baseline=cubic&metric=goodput_bps",
         headers=tokens.h("viewer"),
     ).json()
     bbr = next(c for c in cmp["points"][0]["configurations"] if c["configuration"] == "bbr")
     m = bbr["metrics"]["goodput_bps"]
-    assert m["ratio"] == pytest.approx(1.5) and m["low"] < 1.5 < m["high"]
+    assert m["ratio"] == pytest.approx(
+        g["mean"]
+        / next(r for r in agg["rows"] if r["configuration"] == "cubic")["metrics"]["goodput_bps"][
+            "mean"
+        ]
+    )
     csv = client.get(f"/api/experiments/{exp['id']}/export?format=csv", headers=tokens.h("viewer"))
     assert (
         csv.text.splitlines()[0].startswith("run_id,configuration")
@@ -112,21 +131,34 @@ def test_procrastinate_worker_runs_every_queued_run(
     assert 'satlab_runs{state="succeeded"} 4' in metrics and "satlab_queue_depth 0" in metrics
 
 
-def test_failed_run_is_recorded_and_retried(
-    client: TestClient, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(worker, "RUNNER", make_runner(fail={"bbr"}))
-    exp = make_experiment(client, tokens, "w2", reps=1)["experiment"]
-    for rid in _run_ids(exp["id"]):
-        worker.execute_run(rid, ME)
+def _submit_cubic(client: TestClient, tokens: Tokens, name: str, duration_s: int) -> dict[str, Any]:
+    """An experiment of one cubic run lasting duration_s."""
+    text_ = scenario_yaml(name, 1).replace("duration_s: 2", f"duration_s: {duration_s}")
+    upload_fade(client, tokens)
+    sc = client.post("/api/scenarios", json={"yaml": text_}, headers=tokens.h("submitter")).json()
+    r = client.post(
+        "/api/experiments",
+        json={"scenario_id": sc["id"], "configurations": ["cubic"]},
+        headers=tokens.h("submitter"),
+    )
+    return dict(r.json()["experiment"])
+
+
+@needs_testbed
+def test_failed_run_is_recorded_and_retried(client: TestClient, tokens: Tokens) -> None:
+    exp = _submit_cubic(client, tokens, "w2", duration_s=6)
+    (rid,) = _run_ids(exp["id"])
+    killer = threading.Thread(target=_kill_srv1_agent_once_running, args=(rid,))
+    killer.start()
+    assert worker.execute_run(rid, ME) == "failed"
+    killer.join()
+    bad = _run(rid)
+    assert bad.state == "failed" and "agent srv1 died" in (bad.error or "")
     full = client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()
     assert full["state"] == "failed"
-    bad = next(r for r in full["runs"] if r["configuration"] == "bbr")
-    assert bad["state"] == "failed" and "agent srv1 died" in bad["error"]
     client.post(f"/api/experiments/{exp['id']}/retry", headers=tokens.h("submitter"))
-    monkeypatch.setattr(worker, "RUNNER", make_runner())
-    assert worker.execute_run(bad["id"], ME) == "succeeded"
-    assert _run(bad["id"]).attempt == 2
+    assert worker.execute_run(rid, ME) == "succeeded"
+    assert _run(rid).attempt == 2
     assert (
         client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()["state"]
         == "succeeded"
@@ -195,33 +227,25 @@ def test_janitor_retries_then_fails_stale_runs(client: TestClient, tokens: Token
 
 
 WORKER_SCRIPT = """
-import sys, time
 from satlab import worker
-sys.path.insert(0, {tests!r})
-from service.fake_run import make_runner
-worker.RUNNER = make_runner(delay_s=60)
-worker.SWEEP = lambda: []
 worker.main(["--once"])
 """
 
 
+@needs_testbed
 def test_a_worker_killed_mid_run_is_recovered(
-    client: TestClient, tokens: Tokens, fake_runner: None, tmp_path: Path
+    client: TestClient, tokens: Tokens, tmp_path: Path
 ) -> None:
-    exp = make_experiment(client, tokens, "w5", reps=1, configurations=["cubic"])["experiment"]
+    exp = _submit_cubic(client, tokens, "w5", duration_s=8)
     rid = _run_ids(exp["id"])[0]
-    script = tmp_path / "w.py"
-    script.write_text(WORKER_SCRIPT.format(tests=str(REPO_ROOT / "api" / "tests")))
-    proc = subprocess.Popen([sys.executable, str(script)], env=dict(os.environ))
+    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], env=dict(os.environ))
     try:
         deadline = time.monotonic() + 30
-        while _run(rid).state != "running":
-            assert time.monotonic() < deadline and proc.poll() is None, "worker never took the run"
+        while _run(rid).state != "running" or _run(rid).progress == 0:
+            assert time.monotonic() < deadline and proc.poll() is None, "worker never ran it"
             time.sleep(0.2)
-        # Its heartbeat thread is writing progress: wait for one heartbeat, then kill -9.
-        while _run(rid).progress == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        testbed = _run(rid).testbed_id
+        assert testbed and topology.project_namespaces(testbed)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -230,10 +254,12 @@ def test_a_worker_killed_mid_run_is_recovered(
             proc.wait()
     held = _run(rid)
     assert held.worker_id == f"{socket.gethostname()}:{proc.pid}"
+    # The janitor on this machine sweeps the dead worker's testbed and re-queues the run.
     me = runs.WorkerIdentity(socket.gethostname(), os.getpid())
     with db.new_session() as s:
-        acts = runs.janitor(s, me, lambda: [])
+        acts = runs.janitor(s, me, worker.SWEEP)
     assert [a["state"] for a in acts] == ["queued"]
+    assert not topology.project_namespaces(testbed), "the dead worker's testbed was not swept"
     with db.get_engine().connect() as c:
         statuses = [
             r[0] for r in c.execute(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))
@@ -247,7 +273,6 @@ def test_a_worker_killed_mid_run_is_recovered(
 
 
 def test_live_control_goes_through_the_runs_worker(client: TestClient, tokens: Tokens) -> None:
-    import threading
 
     from satlab.service import control
 
