@@ -70,4 +70,14 @@ step "Python venv (.venv)" python_venv
 step "Web dependencies (npm ci)" web_deps
 step "Rust build (cargo build --release)" cargo build --release --workspace --quiet
 step "eBPF programs (endhosts)" make -s -C "$ROOT/endhosts"
-step "Web UI build" bash -c "cd '$ROOT/web' && npm run -s build >/dev/null"
+# The UI is rebuilt only when a source is newer than the last build.
+web_build() {
+  local out="$ROOT/web/dist/index.html"
+  if [ -f "$out" ] && [ -z "$(find "$ROOT/web/src" "$ROOT/web/index.html" "$ROOT/web/package-lock.json" \
+       "$ROOT/web/vite.config.ts" -newer "$out" -print -quit 2>/dev/null)" ]; then
+    echo "    web/dist up to date"
+  else
+    (cd "$ROOT/web" && npm run -s build >/dev/null)
+  fi
+}
+step "Web UI build" web_build
