@@ -115,8 +115,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def load(url: str, token: str, paths: list[str], clients: int, requests: int) -> list[float]:
+async def load(
+    url: str, token: str, paths: list[str], clients: int, requests: int
+) -> tuple[list[float], int]:
+    """Latencies of the successful requests and the number of failed ones."""
     lat: list[float] = []
+    errors = 0
     queue = list(paths)
     random.Random(1).shuffle(queue)
     queue = (queue * (requests // len(queue) + 1))[:requests]
@@ -126,15 +130,20 @@ async def load(url: str, token: str, paths: list[str], clients: int, requests: i
     ) as c:
 
         async def worker() -> None:
+            nonlocal errors
             while queue:
                 path = queue.pop()
                 t0 = time.perf_counter()
-                r = await c.get(path)
+                try:
+                    r = await c.get(path)
+                    r.raise_for_status()
+                except httpx.HTTPError:
+                    errors += 1
+                    continue
                 lat.append(time.perf_counter() - t0)
-                r.raise_for_status()
 
         await asyncio.gather(*(worker() for _ in range(clients)))
-    return lat
+    return lat, errors
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -205,7 +214,7 @@ def main() -> None:
             f"{args.clients} concurrent clients, {args.requests} requests per endpoint, "
             "uvicorn with 2 processes on this 2-core machine\n"
         )
-        print(f"{'endpoint':48} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8}")
+        print(f"{'endpoint':48} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>7}")
         for name, paths in endpoints.items():
             t = time.perf_counter()
             lat = asyncio.run(load(url, token, paths, args.clients, args.requests))
