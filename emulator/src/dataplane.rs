@@ -4,9 +4,13 @@
 //! Each loop: apply pending commands -> read every waiting frame in batches (complete partial
 //! checksums, cut GSO super-packets, put back stripped VLAN tags) and `enqueue(now)` them ->
 //! `poll(now)` -> send the delivered frames in one `sendmmsg` batch -> publish telemetry -> sleep
-//! until the model's next wake-up or until input arrives (epoll on the rx socket, a timerfd armed
-//! `SPIN` before the deadline, then a short busy poll to the deadline itself), so delivery times
-//! are met within a few microseconds without a core spinning all the time.
+//! until the model next has something due (`next_due_ns`: a delivery or loss, not the end of a
+//! frame on the air, which `enqueue`/`poll` replay) or until input arrives (epoll on the rx
+//! socket, a timerfd armed `SPIN` before the deadline, then a short busy poll to the deadline
+//! itself), so delivery times are met within a few microseconds without a core spinning all the
+//! time. While input flows the socket is not watched: it is read at every wake-up and at least
+//! every `rx_coalesce` (up to 1 ms when the link's fixed delay is longer; frames keep their
+//! kernel receive times, so reading them later changes no outcome).
 //!
 //! Frame buffers are recycled through a per-thread pool: no allocation per packet in steady state.
 
@@ -29,6 +33,8 @@ const FRAME_CAPACITY: usize = 1536;
 const POOL_KEEP_MAX: usize = 16384;
 /// Receive batches per loop before the model is polled (bounds the latency of deliveries).
 const RX_BATCHES_PER_LOOP: usize = 8;
+/// Longest input is left unread while it flows (when the link's delay allows), ns.
+const RX_COALESCE_MAX_NS: u64 = 1_000_000;
 /// Input pause after a receive error (interface down or gone), ns.
 const RX_ERROR_PAUSE_NS: u64 = 100_000_000;
 /// How often a MODCOD change is looked for, ns.
@@ -184,14 +190,16 @@ impl DirThread {
         }
     }
 
-    /// Reads every waiting frame (bounded) and offers it to the model; returns frames read.
+    /// Reads every waiting frame (bounded) and offers it to the model; returns frames read and,
+    /// when input is left unread (more than the bound was waiting), the latest time given to the
+    /// model (the model must not be polled past it before the rest is read).
     ///
     /// A frame's time is its kernel receive timestamp (clamped to `[not_before, clock after the
     /// read]`, so the model never sees time go back), not the time this thread woke up to read it.
-    fn receive(&mut self, not_before: u64, now: u64) -> usize {
+    fn receive(&mut self, not_before: u64, now: u64) -> (usize, Option<u64>) {
         let mut total = 0;
         if now < self.rx_paused_until {
-            return 0;
+            return (0, None);
         }
         let offset = self.rt_offset;
         let mut times = RxTimes {
@@ -200,6 +208,8 @@ impl DirThread {
             not_before,
             now,
         };
+        let mut latest = not_before;
+        let mut backed_up = false;
         for _ in 0..RX_BATCHES_PER_LOOP {
             let n = match self.rx.recv_batch() {
                 Ok(n) => {
@@ -227,7 +237,7 @@ impl DirThread {
                 }
             };
             for i in 0..n {
-                ingest(
+                let t = ingest(
                     &mut self.rx,
                     i,
                     &times,
@@ -235,13 +245,15 @@ impl DirThread {
                     &mut self.pool,
                     &self.stats,
                 );
+                latest = latest.max(t);
             }
             total += n;
-            if n < BATCH {
+            backed_up = n == BATCH;
+            if !backed_up {
                 break;
             }
         }
-        total
+        (total, backed_up.then_some(latest))
     }
 
     fn deliver(&mut self, now: u64) {
@@ -330,10 +342,13 @@ impl DirThread {
             }
             self.commands();
             let now = self.clock.now_ns();
-            let got = self.receive(last_poll, now);
+            let (got, unread_after) = self.receive(last_poll, now);
             let now = self.clock.now_ns();
-            self.deliver(now);
-            last_poll = now;
+            // Input left unread (a backlog beyond one loop's reads): do not move the model past
+            // the last frame it has seen, or the unread frames would get later times.
+            let poll_at = unread_after.map_or(now, |t| t.clamp(last_poll, now));
+            self.deliver(poll_at);
+            last_poll = poll_at;
 
             // Telemetry: periodic, and at once (within 1 ms) when the MODCOD changes.
             if now >= next_modcod_check || now >= next_status {
@@ -371,18 +386,24 @@ impl DirThread {
             let now = self.clock.now_ns();
             // Model deadlines are met precisely (timer, then a short busy poll); telemetry and
             // input reading only need to happen "about then".
-            let precise = self.model.next_wakeup_ns();
+            let precise = self.model.next_due_ns();
             let mut lazy = if self.tele.has_clients() {
                 next_status.min(next_modcod_check)
             } else {
                 next_status
             };
             // While input flows, do not wake for every frame: frames carry their kernel receive
-            // time, so reading them a little later changes nothing as long as they are read
-            // before the model moves past them (every poll is preceded by a read).
+            // time, so reading them later changes nothing as long as they are read before the
+            // model moves past them (every poll is preceded by a read) and before any outcome
+            // they cause is due (the model's input slack: the one-way delay), up to a bound.
             let mut coalesce = got > 0 && self.rx_coalesce_ns > 0;
             if coalesce {
-                lazy = lazy.min(now + self.rx_coalesce_ns);
+                let window = self
+                    .model
+                    .input_slack_ns()
+                    .min(RX_COALESCE_MAX_NS)
+                    .max(self.rx_coalesce_ns);
+                lazy = lazy.min(now + window);
             }
             if now < self.rx_paused_until {
                 coalesce = true; // input paused after an error: do not wake for it
@@ -466,7 +487,8 @@ impl RxTimes {
     }
 }
 
-/// Turns one received frame into wire-sized, checksum-complete frames offered to the model.
+/// Turns one received frame into wire-sized, checksum-complete frames offered to the model;
+/// returns the time it was offered at.
 fn ingest(
     rx: &mut RxPort,
     i: usize,
@@ -474,13 +496,14 @@ fn ingest(
     model: &mut Direction,
     pool: &mut Vec<Vec<u8>>,
     stats: &PortStats,
-) {
+) -> u64 {
     let Some(f) = rx.frame(i) else {
         stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
-        return;
+        return times.not_before;
     };
     let now = times.of(f.rx_realtime_ns);
     ingest_frame(f, now, model, pool, stats);
+    now
 }
 
 /// The port-independent part of [`ingest`].

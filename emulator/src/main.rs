@@ -27,7 +27,8 @@ const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check]\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
 environment: SATLAB_EMU_SPIN_US          busy-poll window before a delivery deadline, us (default 0 with SCHED_FIFO, else 20)\n\
-             SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; 0 = wake per frame)";
+             SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
+                                        link's fixed delay allows; 0 = wake per frame)";
 
 struct Args {
     config: PathBuf,

@@ -336,6 +336,46 @@ impl Direction {
         t
     }
 
+    /// Earliest time at which `poll` could hand out an outcome or the ACM must act: like
+    /// [`Direction::next_wakeup_ns`], but the frame on the air counts only by the earliest time
+    /// one of its packets could come out (its end plus the delay then, or its end when reordering
+    /// may pull packets forward). Frame ends themselves need no wake-up: `enqueue` and `poll`
+    /// replay them in order, so a caller that polls at these times (and reads its input before
+    /// each poll) gets exactly the same outcomes with fewer wake-ups.
+    pub fn next_due_ns(&self) -> Option<u64> {
+        let mut t: Option<u64> = None;
+        let mut consider = |x: Option<u64>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        if !self.ready.is_empty() {
+            consider(Some(self.ready_since));
+        }
+        consider(self.frame.map(|f| {
+            if self.reorder.is_some() {
+                f.end_ns
+            } else {
+                f.end_ns.saturating_add(self.delay.at(f.end_ns))
+            }
+        }));
+        consider(self.line.next_time());
+        if let Phy::Modcod { acm, .. } = &self.phy {
+            consider(acm.next_report_arrival_ns());
+        }
+        t
+    }
+
+    /// A lower bound of the time between a packet's arrival and the earliest outcome it can
+    /// cause (the fixed one-way delay; 0 when the delay varies or reordering is on). A caller may
+    /// leave input unread this long without any packet's outcome coming late.
+    pub fn input_slack_ns(&self) -> u64 {
+        match (&self.delay, &self.reorder) {
+            (DelaySource::Fixed { ns }, None) => *ns,
+            _ => 0,
+        }
+    }
+
     /// Status at `now_ns` (call `poll` first to bring the model up to date).
     pub fn status(&self, now_ns: u64) -> DirectionStatus {
         let (modcod, useful_rate_bps) = match &self.phy {
