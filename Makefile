@@ -20,7 +20,13 @@ test: db  ## Set up, then run every test tier; ends with a summary line
 bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rate accuracy, memory, CPU
 	@tests/bench/run-emulator-bench.sh
 
+bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in the path vs the emulator alone
+	@.venv/bin/python tests/bench/gateway_bench.py
+
+bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients (root)
+	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
+
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway stop

@@ -44,6 +44,7 @@ stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests
 # Tier 3: testbed integration (real namespaces, real flows through the emulator).
 stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
+stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
 
 printf '\nStages:\n'; printf '%s\n' "${report[@]}"
 echo "stages: $passed passed, $failed failed"

@@ -106,9 +106,47 @@ class Transport(Strict):
     )
 
 
+class GatewayAqm(Strict):
+    """The gateway's egress queue toward the satellite (gateway/README.md, "AQM")."""
+
+    kind: Literal["drop_tail", "red", "red_ecn"] = "drop_tail"
+    limit_packets: int = Field(1000, ge=1, le=10_000_000)
+    limit_bytes: int = Field(1_500_000, ge=64, le=1 << 34)
+    min_th_packets: float = Field(5, ge=0, le=1e7, description="RED min_th, average packets")
+    max_th_packets: float = Field(15, ge=0, le=1e7, description="RED max_th, average packets")
+    max_p: float = Field(0.1, ge=0, le=1, description="RED drop/mark probability at max_th")
+    w_q: float = Field(0.002, ge=1e-6, le=1, description="RED averaging weight")
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> GatewayAqm:
+        if self.max_th_packets <= self.min_th_packets:
+            raise ValueError(
+                f"max_th_packets: {self.max_th_packets} must be greater than min_th_packets "
+                f"({self.min_th_packets})"
+            )
+        return self
+
+
+class GatewaySettings(Strict):
+    """The edge gateway at both edges (gateway/README.md); absent: no gateway in the path."""
+
+    rate_factor: float = Field(
+        0.97, ge=0.1, le=1.0, description="egress pacing rate / the link's current useful rate"
+    )
+    aqm: GatewayAqm = GatewayAqm()
+    eten: bool = Field(False, description="BETEN notices for corrupted/erased packets")
+    eten_hmac_key_hex: str | None = Field(None, pattern=r"^([0-9a-fA-F]{2}){16,64}$")
+    eten_rate_limit_per_s: float = Field(1000, ge=0, le=1e7)
+    ceten: bool = Field(False, description="CETEN survival estimates stamped on the TCP option")
+    ceten_reflect: bool = Field(False, description="the st/gw edge reflects CETEN on ACKs")
+    ern: bool = Field(False, description="IP-ERN router (XCP laws on ERN traffic)")
+    ern_ports: list[int] = Field(default_factory=list, max_length=64)
+
+
 class Configuration(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")
     transport: Transport = Transport()
+    gateway: GatewaySettings | None = None
 
 
 class Sweep(Strict):

@@ -8,10 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from satlab.testbed import topology
-from satlab.testbed.testbed import Testbed, sweep
+from satlab.testbed.testbed import STATE_ROOT, Testbed, sweep
 
 
 def _in_ns(ns: str, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -67,28 +65,21 @@ def test_two_testbeds_do_not_interfere() -> None:
 
 
 OWNER = """
-import pathlib, sys, time
+import time
 from satlab.testbed import testbed
-testbed.STATE_ROOT = pathlib.Path(sys.argv[1])
 tb = testbed.Testbed().__enter__()
 print(tb.id, flush=True)
 time.sleep(60)
 """
 
 
-def test_sweeper_cleans_up_after_a_killed_owner(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    state = tmp_path / "state"
-    monkeypatch.setattr("satlab.testbed.testbed.STATE_ROOT", state)
-    owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(state)], stdout=subprocess.PIPE, text=True
-    )
+def test_sweeper_cleans_up_after_a_killed_owner() -> None:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
     try:
         assert owner.stdout is not None
         tid = owner.stdout.readline().strip()
         assert topology.project_namespaces(tid)
-        recorded = json.loads((state / tid / "state.json").read_text())["agents"]
+        recorded = json.loads((STATE_ROOT / tid / "state.json").read_text())["agents"]
         agents = [int(pid) for pid in recorded.values()]
     finally:
         os.kill(owner.pid, signal.SIGKILL)

@@ -82,8 +82,10 @@ def test_a_killed_agent_fails_the_run_with_its_reason(emulator_bin: Path, tmp_pa
     deadline = time.monotonic() + 15
     pid = None
     while pid is None and time.monotonic() < deadline:  # the testbed's state names its agents
-        for state in Path(tbmod.STATE_ROOT).glob("*/state.json"):
-            pid = json.loads(state.read_text())["agents"].get("srv1")
+        for path in Path(tbmod.STATE_ROOT).glob("*/state.json"):
+            state = json.loads(path.read_text())
+            if state["owner_pid"] == os.getpid():  # this test's testbed, not another process's
+                pid = state["agents"].get("srv1")
         time.sleep(0.2)
     assert pid, "testbed never came up"
     time.sleep(3)

@@ -4,16 +4,17 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /health                      who and where the agent is
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
-  POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, or a
-                                    pcap (kind=capture, args [iface, file, snaplen, count])
+  POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
+                                    edge gateway (kind=gateway), or a pcap (kind=capture, args
+                                    [iface, file, snaplen, count])
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
   POST /bpf         {action: register|unregister, object|name}  struct_ops via bpftool
-Only these programs run: the project's traffic generator, its emulator, tcpdump, ethtool and
-bpftool, so an agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, its emulator and gateway, tcpdump,
+ethtool and bpftool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 from satlab.agent import tcpinfo
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.testbed.emulator import EMULATOR_BIN
+from satlab.testbed.gateway import GATEWAY_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
@@ -142,6 +144,8 @@ class Agent:
             argv = [sys.executable, "-m", "satlab.traffic", *args]
         elif kind == "emulator":
             argv = [str(EMULATOR_BIN), *args]
+        elif kind == "gateway":
+            argv = [str(GATEWAY_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -158,7 +162,9 @@ class Agent:
                 path,
             ]
         else:
-            return 400, {"error": f"kind: {kind!r} is not one of traffic, emulator, capture"}
+            return 400, {
+                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, capture"
+            }
         with self.lock:
             if ident in self.procs:
                 return 409, {"error": f"id: process {ident!r} exists"}

@@ -1,9 +1,9 @@
 """Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
 
-Order: testbed up -> host settings -> emulator started with the run's seed -> sinks -> TCP_INFO
-sampling -> senders -> wait (agents watched; the run fails with the reason if one dies) -> stop ->
-collect -> teardown. A fresh testbed and a fresh emulator per run means every configuration starts
-from the same channel state at t=0.
+Order: testbed up -> host settings -> emulator started with the run's seed -> edge gateways (when
+the configuration has a `gateway` section) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
+watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
+and a fresh emulator per run means every configuration starts from the same channel state at t=0.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import yaml
 from satlab import __version__
 from satlab.agent.unixhttp import AgentError
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
+from satlab.testbed import gateway as edge_gateway
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -51,6 +52,9 @@ def emulator_config(spec: RunSpec, tb: Testbed, period_ms: int) -> dict[str, Any
         "socket": str(tb.dir / "emulator.sock"),
         "period_ms": period_ms,
     }
+    g = spec.configuration.gateway
+    if g is not None and g.ceten:
+        cfg["telemetry"]["events"] = "all"  # CETEN samples every packet of the link
     return cfg
 
 
@@ -116,7 +120,8 @@ def run_one(
         "status": "running",
     }
     try:
-        with Testbed(sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes) as tb:
+        gw = spec.configuration.gateway is not None
+        with Testbed(sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gateway=gw) as tb:
             result["testbed_id"] = tb.id
             result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
             result["status"] = "ok"
@@ -147,6 +152,7 @@ def _execute(
     except TimeoutError:
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
+    edges = _start_gateways(spec, tb)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
@@ -183,7 +189,7 @@ def _execute(
             senders[i], "POST", "/processes", {"id": f"send{i}", "kind": "traffic", "args": args}
         )
 
-    _wait(sc, tb, senders, t0, progress)
+    _wait(sc, tb, senders, t0, progress, edges)
     flows_out = {i: tb.agent(senders[i], "DELETE", f"/processes/send{i}") for i in senders}
     sinks_out = {
         i: tb.agent(_roles(t)[1], "DELETE", f"/processes/sink{i}") for i, t in enumerate(sc.traffic)
@@ -192,13 +198,19 @@ def _execute(
     netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     for role in pcaps:
         tb.agent(role, "DELETE", "/processes/capture")
+    gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
         raise RunFailed(f"emulator failed: {emu['stderr'][-500:]}")
 
     flows = [_flow_summary(i, t, flows_out[i], sinks_out[i], t0) for i, t in enumerate(sc.traffic)]
+    out: dict[str, Any] = {}
+    if edges:
+        # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
+        out["gateway"] = {r: g.get("result") for r, g in gateways.items()}
     return {
+        **out,
         "_setup_s": setup_s,
         "t0_monotonic": t0,
         "flows": flows,
@@ -214,6 +226,27 @@ def _execute(
             "link": [{**rec, "t": round(rec["t"] - t0, 4)} for rec in telemetry.records],
         },
     }
+
+
+def _start_gateways(spec: RunSpec, tb: Testbed) -> list[str]:
+    """Starts satlab-gateway at both edges through their agents; returns the edges started."""
+    g = spec.configuration.gateway
+    if g is None or tb.topo is None:
+        return []
+    for role in ("gw", "st"):
+        cfg = edge_gateway.gateway_config(
+            g, role, tb.topo.address(role), tb.dir / "emulator.sock", spec.seed
+        )
+        path = tb.dir / f"gateway-{role}.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        body = {"id": "gateway", "kind": "gateway", "args": ["--config", str(path)]}
+        tb.agent(role, "POST", "/processes", body)
+    time.sleep(0.3)  # a gateway that cannot open its ports or parse its file exits at once
+    for role in ("gw", "st"):
+        st = tb.agent(role, "GET", "/processes/gateway")
+        if st["state"] != "running":
+            raise RunFailed(f"gateway {role} did not start: {st['stderr'].strip()[-500:]}")
+    return ["gw", "st"]
 
 
 def _start_captures(
@@ -232,7 +265,12 @@ def _start_captures(
 
 
 def _wait(
-    sc: Scenario, tb: Testbed, senders: dict[int, str], t0: float, progress: Progress
+    sc: Scenario,
+    tb: Testbed,
+    senders: dict[int, str],
+    t0: float,
+    progress: Progress,
+    edges: list[str] | None = None,
 ) -> None:
     running = set(senders)
     while running:
@@ -249,6 +287,10 @@ def _wait(
         emu = tb.agent("emu", "GET", "/processes/emulator")
         if emu["state"] != "running":
             raise RunFailed(f"emulator exited during the run: {emu['stderr'][-500:]}")
+        for role in edges or []:
+            g = tb.agent(role, "GET", "/processes/gateway")
+            if g["state"] != "running":
+                raise RunFailed(f"gateway {role} exited during the run: {g['stderr'][-500:]}")
         if elapsed >= sc.duration_s + STOP_GRACE_S:
             break  # senders still going are stopped and reported incomplete
         progress(min(1.0, elapsed / sc.duration_s), f"{len(running)} flow(s) running")

@@ -79,9 +79,12 @@ class Testbed:
 
     __test__ = False  # not a pytest test class, despite its name
 
-    def __init__(self, servers: int = 1, clients: int = 1, mtu: int = 1500) -> None:
+    def __init__(
+        self, servers: int = 1, clients: int = 1, mtu: int = 1500, gateway: bool = False
+    ) -> None:
         self.id = secrets.token_hex(2)
         self.servers, self.clients, self.mtu = servers, clients, mtu
+        self.gateway = gateway  # splice satlab-gateway in at both edges (topology.build)
         self.dir = STATE_ROOT / self.id
         self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
         self.topo: topology.Topology | None = None
@@ -92,7 +95,9 @@ class Testbed:
         self.dir.mkdir(parents=True, exist_ok=False)
         self._save_state()
         try:
-            self.topo = topology.build(self.id, self.servers, self.clients, self.mtu)
+            self.topo = topology.build(
+                self.id, self.servers, self.clients, self.mtu, gateway=self.gateway
+            )
             self._start_agents()
             self._configure_forwarding()
         except BaseException:

@@ -2,6 +2,10 @@
 
     srv1..N --[lan bridge]-- gw --sat0~~[emu: gw | st]~~sat0-- st --[lan bridge]-- cli1..M
 
+With `gateway=True` the edge gateway (satlab-gateway, gateway/README.md) is spliced in as a bump at
+each edge: sat0 becomes a veth whose peer (gwx / stx) the gateway reads, and the edge's `wan`
+interface is cabled to the emulator:  gw: sat0=veth=gwx [gateway] wan ~~ emu.
+
 Addresses come from 10.250.0.0/16, which exists only inside the namespaces; several testbeds can use
 the same addresses at once because each has its own namespaces. Namespace names carry the project
 prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by name.
@@ -18,6 +22,7 @@ PREFIX = "sl"
 SERVER_NET = "10.250.1"  # servers and the gw edge's LAN side
 SAT_NET = "10.250.2"  # gw edge <-> st edge across the emulator
 CLIENT_NET = "10.250.3"  # st edge's LAN side and the clients
+GATEWAY_INSIDE = {"gw": "gwx", "st": "stx"}  # the gateway's router-side port (peer of sat0)
 
 
 @dataclass
@@ -33,6 +38,7 @@ class Topology:
     servers: int
     clients: int
     mtu: int
+    gateway: bool = False
     boxes: dict[str, Box] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
@@ -67,9 +73,11 @@ def _up(ns: NetNS, ifname: str, mtu: int | None = None) -> int:
     return idx
 
 
-def build(testbed_id: str, servers: int, clients: int, mtu: int = 1500) -> Topology:
+def build(
+    testbed_id: str, servers: int, clients: int, mtu: int = 1500, gateway: bool = False
+) -> Topology:
     """Create every namespace, link, address and route. On any error, removes what it made."""
-    topo = Topology(testbed_id, servers, clients, mtu)
+    topo = Topology(testbed_id, servers, clients, mtu, gateway)
     roles = [f"srv{i}" for i in range(1, servers + 1)] + ["gw", "emu", "st"]
     roles += [f"cli{i}" for i in range(1, clients + 1)]
     try:
@@ -121,7 +129,11 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
             addr(host, "eth0", f"{lan_net}.{10 + i}")
             h[host].route("add", dst="0.0.0.0/0", gateway=f"{lan_net}.1")
             topo.boxes[host].address = f"{lan_net}.{10 + i}"
-        veth(edge, "sat0", "emu", edge)  # the emulator's ports are named gw and st
+        if topo.gateway:
+            veth(edge, "sat0", edge, GATEWAY_INSIDE[edge])
+            veth(edge, "wan", "emu", edge)
+        else:
+            veth(edge, "sat0", "emu", edge)  # the emulator's ports are named gw and st
     addr("gw", "sat0", f"{SAT_NET}.1")
     addr("st", "sat0", f"{SAT_NET}.2")
     h["gw"].route("add", dst=f"{CLIENT_NET}.0/24", gateway=f"{SAT_NET}.2")
@@ -137,7 +149,8 @@ def interfaces(topo: Topology, role: str) -> list[str]:
     if role == "emu":
         return ["gw", "st"]
     count = topo.servers if role == "gw" else topo.clients
-    return ["sat0"] + [f"p{i}" for i in range(1, count + 1)]
+    gateway = [GATEWAY_INSIDE[role], "wan"] if topo.gateway else []
+    return ["sat0", *gateway] + [f"p{i}" for i in range(1, count + 1)]
 
 
 def teardown(testbed_id: str) -> list[str]:

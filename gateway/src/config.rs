@@ -1,0 +1,528 @@
+//! The gateway's configuration: one YAML file (gateway/README.md documents every field).
+//!
+//! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
+
+use serde::Deserialize;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+/// Which satellite edge this gateway is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The gateway (hub) edge: its egress feeds the forward link, its ingress is the return link.
+    Gw,
+    /// The terminal edge: its egress feeds the return link, its ingress is the forward link.
+    St,
+}
+
+impl Role {
+    /// `gw` or `st`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Gw => "gw",
+            Role::St => "st",
+        }
+    }
+    /// Emulator direction name of the link this edge transmits on.
+    pub fn egress_direction(self) -> &'static str {
+        match self {
+            Role::Gw => "forward",
+            Role::St => "return",
+        }
+    }
+    /// Emulator direction name of the link this edge receives from.
+    pub fn ingress_direction(self) -> &'static str {
+        match self {
+            Role::Gw => "return",
+            Role::St => "forward",
+        }
+    }
+}
+
+/// Interfaces.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ports {
+    /// Toward the local router (the peer of the router's satellite-side veth / NIC).
+    pub inside: String,
+    /// Toward the satellite link (the emulator's port or the modem).
+    pub outside: String,
+}
+
+/// Link telemetry source.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Telemetry {
+    /// Unix stream socket of the emulator's telemetry (docs/emulator-contract.md); None = no telemetry.
+    pub socket: Option<PathBuf>,
+    /// Delay between reconnection attempts, ms.
+    pub reconnect_ms: u64,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry {
+            socket: None,
+            reconnect_ms: 500,
+        }
+    }
+}
+
+/// AQM discipline of the egress queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AqmKind {
+    /// Drop on arrival when a limit would be exceeded.
+    DropTail,
+    /// RED (Floyd & Jacobson 1993), early drops.
+    Red,
+    /// RED marking CE on ECN-capable packets instead of early drops.
+    RedEcn,
+}
+
+/// Egress queue and AQM.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Aqm {
+    /// Discipline.
+    pub kind: AqmKind,
+    /// Hard limit, packets.
+    pub limit_packets: u64,
+    /// Hard limit, bytes.
+    pub limit_bytes: u64,
+    /// RED minimum threshold (average queue, packets).
+    pub min_th_packets: f64,
+    /// RED maximum threshold (average queue, packets).
+    pub max_th_packets: f64,
+    /// RED mark/drop probability at max_th.
+    pub max_p: f64,
+    /// RED averaging weight.
+    pub w_q: f64,
+}
+
+impl Default for Aqm {
+    fn default() -> Self {
+        Aqm {
+            kind: AqmKind::DropTail,
+            limit_packets: 1000,
+            limit_bytes: 1_500_000,
+            min_th_packets: 5.0,
+            max_th_packets: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+        }
+    }
+}
+
+/// Egress pacing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Egress {
+    /// Fixed pacing rate, bit/s (overrides telemetry).
+    pub rate_bps: Option<f64>,
+    /// Pace at this fraction of the link's current useful rate.
+    pub rate_factor: f64,
+    /// Rate before telemetry arrives; None = forward at line rate until then.
+    pub fallback_rate_bps: Option<f64>,
+    /// Bytes added to every frame when pacing (the link's encapsulation; GSE complete packet with a
+    /// 3-byte label: 7).
+    pub overhead_bytes: u32,
+    /// Queue and AQM.
+    pub aqm: Aqm,
+}
+
+impl Default for Egress {
+    fn default() -> Self {
+        Egress {
+            rate_bps: None,
+            rate_factor: 0.97,
+            fallback_rate_bps: None,
+            overhead_bytes: 7,
+            aqm: Aqm::default(),
+        }
+    }
+}
+
+/// ETEN notifier.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Eten {
+    /// Send notices.
+    pub enabled: bool,
+    /// Source address of the notices (this edge router's address).
+    pub source_ip: Option<Ipv4Addr>,
+    /// Notify erasures too (not only corruption).
+    pub notify_erased: bool,
+    /// HMAC-SHA256 key, hex; None = no MAC.
+    pub hmac_key_hex: Option<String>,
+    /// Token-bucket rate limit, notices per second.
+    pub rate_limit_per_s: f64,
+    /// Token-bucket depth.
+    pub burst: f64,
+    /// Ethernet source of notices; None = learned from forwarded frames.
+    pub src_mac: Option<String>,
+    /// Ethernet destination of notices; None = learned.
+    pub dst_mac: Option<String>,
+}
+
+impl Default for Eten {
+    fn default() -> Self {
+        Eten {
+            enabled: false,
+            source_ip: None,
+            notify_erased: true,
+            hmac_key_hex: None,
+            rate_limit_per_s: 1000.0,
+            burst: 100.0,
+            src_mac: None,
+            dst_mac: None,
+        }
+    }
+}
+
+/// CETEN statistics and stamping.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ceten {
+    /// Stamp the CETEN option's forward fields.
+    pub enabled: bool,
+    /// EWMA weight of the newest sample (the report's 0.5).
+    pub alpha: f64,
+    /// Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
+    pub reflect: bool,
+    /// Flows remembered for reflection.
+    pub max_flows: usize,
+}
+
+impl Default for Ceten {
+    fn default() -> Self {
+        Ceten {
+            enabled: false,
+            alpha: 0.5,
+            reflect: false,
+            max_flows: 65536,
+        }
+    }
+}
+
+/// IP-ERN router (XCP laws).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ern {
+    /// Compute and apply feedback.
+    pub enabled: bool,
+    /// ERN-over-TCP ports (either port of a segment); empty = any port.
+    pub ports: Vec<u16>,
+    /// Efficiency controller gain on spare bandwidth.
+    pub alpha: f64,
+    /// Efficiency controller gain on the persistent queue.
+    pub beta: f64,
+    /// Fairness controller shuffling fraction.
+    pub gamma: f64,
+    /// Capacity = this fraction of the pacing rate.
+    pub capacity_factor: f64,
+    /// Control interval before any RTT is known, ms.
+    pub initial_interval_ms: f64,
+    /// Lower bound of the control interval, ms.
+    pub min_interval_ms: f64,
+    /// Upper bound of the control interval, ms.
+    pub max_interval_ms: f64,
+}
+
+impl Default for Ern {
+    fn default() -> Self {
+        Ern {
+            enabled: false,
+            ports: Vec::new(),
+            alpha: 0.4,
+            beta: 0.226,
+            gamma: 0.1,
+            capacity_factor: 1.0,
+            initial_interval_ms: 600.0,
+            min_interval_ms: 10.0,
+            max_interval_ms: 5000.0,
+        }
+    }
+}
+
+/// Metrics/status HTTP endpoint.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Http {
+    /// Listen address; None = no endpoint.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http {
+            listen: Some("127.0.0.1:8791".parse().expect("literal address")),
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Which edge.
+    pub role: Role,
+    /// Interfaces.
+    pub ports: Ports,
+    /// Seed of the AQM's random draws.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Telemetry.
+    #[serde(default)]
+    pub telemetry: Telemetry,
+    /// Egress queue, pacing, AQM.
+    #[serde(default)]
+    pub egress: Egress,
+    /// ETEN notifier.
+    #[serde(default)]
+    pub eten: Eten,
+    /// CETEN.
+    #[serde(default)]
+    pub ceten: Ceten,
+    /// IP-ERN.
+    #[serde(default)]
+    pub ern: Ern,
+    /// HTTP endpoint.
+    #[serde(default)]
+    pub http: Http,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), String> {
+    if !(lo..=hi).contains(&v) || v.is_nan() {
+        return Err(format!(
+            "{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a MAC address `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut n = 0;
+    for (i, part) in s.split(':').enumerate() {
+        if i >= 6 {
+            return None;
+        }
+        out[i] = u8::from_str_radix(part, 16).ok()?;
+        n += 1;
+    }
+    (n == 6).then_some(out)
+}
+
+/// Parses a hex string.
+pub fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+impl Config {
+    /// Parses and validates a YAML document.
+    pub fn from_yaml_str(s: &str) -> Result<Config, String> {
+        let c: Config = serde_yaml::from_str(s).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Reads, parses and validates a file.
+    pub fn from_yaml_file(p: &Path) -> Result<Config, String> {
+        let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Self::from_yaml_str(&s).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// Checks bounds and cross-field rules.
+    pub fn validate(&self) -> Result<(), String> {
+        for (f, n) in [
+            ("ports.inside", &self.ports.inside),
+            ("ports.outside", &self.ports.outside),
+        ] {
+            if n.is_empty() || n.len() > 15 || n.contains('/') || n.contains(' ') {
+                return Err(format!(
+                    "{f}: '{n}' is not an interface name (1-15 chars, no '/' or space)"
+                ));
+            }
+        }
+        if self.ports.inside == self.ports.outside {
+            return Err("ports.outside: must differ from ports.inside".into());
+        }
+        range(
+            "telemetry.reconnect_ms",
+            self.telemetry.reconnect_ms as f64,
+            10.0,
+            60000.0,
+            " ms",
+        )?;
+        let e = &self.egress;
+        if let Some(r) = e.rate_bps {
+            range("egress.rate_bps", r, 1e3, 1e11, " bit/s")?;
+        }
+        if let Some(r) = e.fallback_rate_bps {
+            range("egress.fallback_rate_bps", r, 1e3, 1e11, " bit/s")?;
+        }
+        range("egress.rate_factor", e.rate_factor, 0.1, 1.0, "")?;
+        range(
+            "egress.overhead_bytes",
+            f64::from(e.overhead_bytes),
+            0.0,
+            256.0,
+            " bytes",
+        )?;
+        let a = &e.aqm;
+        range(
+            "egress.aqm.limit_packets",
+            a.limit_packets as f64,
+            1.0,
+            1e7,
+            " packets",
+        )?;
+        range(
+            "egress.aqm.limit_bytes",
+            a.limit_bytes as f64,
+            64.0,
+            17179869184.0,
+            " bytes",
+        )?;
+        range(
+            "egress.aqm.min_th_packets",
+            a.min_th_packets,
+            0.0,
+            1e7,
+            " packets",
+        )?;
+        range(
+            "egress.aqm.max_th_packets",
+            a.max_th_packets,
+            0.0,
+            1e7,
+            " packets",
+        )?;
+        if a.max_th_packets <= a.min_th_packets {
+            return Err(format!(
+                "egress.aqm.max_th_packets: value {} must be greater than min_th_packets ({})",
+                a.max_th_packets, a.min_th_packets
+            ));
+        }
+        range("egress.aqm.max_p", a.max_p, 0.0, 1.0, "")?;
+        range("egress.aqm.w_q", a.w_q, 1e-6, 1.0, "")?;
+        let t = &self.eten;
+        if t.enabled && t.source_ip.is_none() {
+            return Err("eten.source_ip: required when eten.enabled is true".into());
+        }
+        range(
+            "eten.rate_limit_per_s",
+            t.rate_limit_per_s,
+            0.0,
+            1e7,
+            " notices/s",
+        )?;
+        range("eten.burst", t.burst, 1.0, 1e7, " notices")?;
+        if let Some(k) = &t.hmac_key_hex {
+            match parse_hex(k) {
+                Some(b) if (16..=64).contains(&b.len()) => {}
+                _ => return Err("eten.hmac_key_hex: must be 16 to 64 bytes in hex".into()),
+            }
+        }
+        for (f, m) in [("eten.src_mac", &t.src_mac), ("eten.dst_mac", &t.dst_mac)] {
+            if let Some(m) = m {
+                if parse_mac(m).is_none() {
+                    return Err(format!(
+                        "{f}: '{m}' is not a MAC address (aa:bb:cc:dd:ee:ff)"
+                    ));
+                }
+            }
+        }
+        range("ceten.alpha", self.ceten.alpha, 1e-6, 1.0, "")?;
+        range(
+            "ceten.max_flows",
+            self.ceten.max_flows as f64,
+            1.0,
+            1e7,
+            " flows",
+        )?;
+        let n = &self.ern;
+        range("ern.alpha", n.alpha, 0.0, 1.0, "")?;
+        range("ern.beta", n.beta, 0.0, 1.0, "")?;
+        range("ern.gamma", n.gamma, 0.0, 1.0, "")?;
+        range("ern.capacity_factor", n.capacity_factor, 0.1, 2.0, "")?;
+        range(
+            "ern.min_interval_ms",
+            n.min_interval_ms,
+            1.0,
+            60000.0,
+            " ms",
+        )?;
+        range(
+            "ern.max_interval_ms",
+            n.max_interval_ms,
+            n.min_interval_ms,
+            60000.0,
+            " ms",
+        )?;
+        range(
+            "ern.initial_interval_ms",
+            n.initial_interval_ms,
+            n.min_interval_ms,
+            n.max_interval_ms,
+            " ms",
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_and_defaults() {
+        let c = Config::from_yaml_str("role: st\nports: {inside: stx, outside: wan}\n").unwrap();
+        assert_eq!(c.role, Role::St);
+        assert_eq!(c.egress.aqm.kind, AqmKind::DropTail);
+        assert_eq!(c.ceten.alpha, 0.5);
+        assert_eq!(c.ern.beta, 0.226);
+        assert_eq!(c.role.ingress_direction(), "forward");
+    }
+
+    #[test]
+    fn errors_name_field_and_bound() {
+        let e = Config::from_yaml_str(
+            "role: gw\nports: {inside: a, outside: b}\negress: {aqm: {max_p: 2}}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("egress.aqm.max_p") && e.contains("[0, 1]"),
+            "{e}"
+        );
+        let e = Config::from_yaml_str("role: gw\nports: {inside: a, outside: b}\nfoo: 1\n")
+            .unwrap_err();
+        assert!(e.contains("unknown field"), "{e}");
+        let e = Config::from_yaml_str(
+            "role: gw\nports: {inside: a, outside: b}\neten: {enabled: true}\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("eten.source_ip"), "{e}");
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(parse_mac("02:5a:00:00:00:01"), Some([2, 0x5a, 0, 0, 0, 1]));
+        assert_eq!(parse_mac("02:5a:00"), None);
+        assert_eq!(parse_hex("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(parse_hex("0"), None);
+    }
+}

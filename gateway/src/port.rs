@@ -1,0 +1,609 @@
+//! (Copied from emulator/src/port.rs; keep the two in step until they move to a shared crate.)
+//!
+//! Ports: where frames enter and leave the emulator.
+//!
+//! - `af_packet`: a network interface (veth end, physical NIC) opened with two AF_PACKET sockets:
+//!   an rx socket (`ETH_P_ALL`, promiscuous, `PACKET_IGNORE_OUTGOING` so our own transmissions are
+//!   never read back, `PACKET_VNET_HDR` so GSO super-packets and partial checksums are described,
+//!   `PACKET_AUXDATA` so stripped VLAN tags can be put back), read with `recvmmsg` in batches; and
+//!   a tx socket (protocol 0, so it receives nothing, `PACKET_QDISC_BYPASS`) written with `sendmmsg`.
+//! - `tap`: a TAP device (`IFF_TAP | IFF_NO_PI | IFF_VNET_HDR`, TSO/USO/checksum offload enabled so
+//!   the host hands over super-packets, which we segment), read and written with one call per frame.
+//!
+//! Every received frame comes with its [`VirtioNetHdr`]; the data plane completes partial checksums
+//! and segments super-packets before the link model sees anything (see `dataplane.rs`).
+
+use crate::sys::{self, cvt};
+use packet::ethernet::VlanTag;
+use packet::offload::{VirtioNetHdr, VNET_HDR_LEN};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Largest frame we accept: a 64 KiB GSO super-packet plus headers.
+pub const MAX_FRAME: usize = 65536 + 256;
+/// Frames per recvmmsg/sendmmsg call.
+pub const BATCH: usize = 32;
+
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_AUXDATA: libc::c_int = 8;
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_STATISTICS: libc::c_int = 6;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_MR_PROMISC: libc::c_ushort = 1;
+const ETH_P_ALL: u16 = 0x0003;
+const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct TpacketAuxdata {
+    tp_status: u32,
+    tp_len: u32,
+    tp_snaplen: u32,
+    tp_mac: u16,
+    tp_net: u16,
+    tp_vlan_tci: u16,
+    tp_vlan_tpid: u16,
+}
+
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: pointer to an int of the given size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as u32,
+        )
+    })?;
+    Ok(())
+}
+
+fn packet_socket(ifname: &str, what: &str) -> io::Result<OwnedFd> {
+    // Protocol 0: nothing is queued until bind() names the interface and protocol.
+    // SAFETY: plain syscall, fd owned at once.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::EACCES) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("port {ifname}: cannot open an AF_PACKET {what} socket: {e} (needs CAP_NET_RAW: run as root)"),
+            ));
+        }
+        return Err(e);
+    }
+    // SAFETY: fd is a fresh, valid descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn bind_packet(fd: RawFd, ifindex: u32, proto: u16) -> io::Result<()> {
+    // SAFETY: zeroed sockaddr_ll filled with family, protocol and ifindex.
+    unsafe {
+        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto.to_be();
+        sll.sll_ifindex = ifindex as i32;
+        cvt(libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        ))?;
+    }
+    Ok(())
+}
+
+fn set_buf(fd: RawFd, force: libc::c_int, plain: libc::c_int, bytes: libc::c_int) {
+    if setsockopt_int(fd, libc::SOL_SOCKET, force, bytes).is_err() {
+        let _ = setsockopt_int(fd, libc::SOL_SOCKET, plain, bytes);
+    }
+}
+
+/// One received frame: the bytes after the virtio header, the header, and a stripped VLAN tag.
+pub struct RxFrame<'a> {
+    /// The frame (Ethernet header first), writable so checksums can be completed in place.
+    pub data: &'a mut [u8],
+    /// Offload description (all zero when the frame is complete).
+    pub vnet: VirtioNetHdr,
+    /// A VLAN tag the kernel moved out of the frame into metadata, to be put back.
+    pub vlan: Option<VlanTag>,
+    /// Kernel receive time (CLOCK_REALTIME, ns), when the port gives one.
+    pub rx_realtime_ns: Option<u64>,
+}
+
+struct Slot {
+    buf: Box<[u8]>,
+    ctrl: [u64; 16],
+}
+
+/// The receiving half of a port.
+pub enum RxPort {
+    /// AF_PACKET socket read with recvmmsg.
+    Packet(PacketRx),
+    /// TAP device.
+    Tap(TapRx),
+}
+
+/// The sending half of a port.
+pub enum TxPort {
+    /// AF_PACKET socket written with sendmmsg.
+    Packet(PacketTx),
+    /// TAP device.
+    Tap(TapTx),
+}
+
+/// recvmmsg state for one AF_PACKET rx socket.
+pub struct PacketRx {
+    fd: OwnedFd,
+    slots: Vec<Slot>,
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+    /// Frames dropped because they did not fit a slot.
+    pub truncated: u64,
+}
+
+// SAFETY: the raw pointers in iovs/msgs point into `slots`, owned by the same struct and moved with it.
+unsafe impl Send for PacketRx {}
+
+/// sendmmsg state for one AF_PACKET tx socket.
+pub struct PacketTx {
+    fd: OwnedFd,
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: iovs/msgs are filled and used within one send_batch call.
+unsafe impl Send for PacketTx {}
+
+/// Opens interface `ifname` as an AF_PACKET port.
+pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
+    let ifindex = sys::if_index(ifname)
+        .map_err(|e| io::Error::new(e.kind(), format!("port {ifname}: {e}")))?;
+    if let Err(e) = sys::set_link_up(ifname) {
+        eprintln!("satlab-gateway: warning: could not set {ifname} up: {e}");
+    }
+    let rx = packet_socket(ifname, "rx")?;
+    let r = rx.as_raw_fd();
+    setsockopt_int(r, SOL_PACKET, PACKET_VNET_HDR, 1)
+        .map_err(|e| annotate(ifname, "PACKET_VNET_HDR", e))?;
+    setsockopt_int(r, SOL_PACKET, PACKET_AUXDATA, 1)
+        .map_err(|e| annotate(ifname, "PACKET_AUXDATA", e))?;
+    // Kernel receive timestamps: a frame's arrival time does not depend on when we wake up.
+    setsockopt_int(r, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+        .map_err(|e| annotate(ifname, "SO_TIMESTAMPNS", e))?;
+    if let Err(e) = setsockopt_int(r, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1) {
+        // Kernels before 4.20: our own transmissions would be read back as input.
+        return Err(annotate(
+            ifname,
+            "PACKET_IGNORE_OUTGOING (kernel >= 4.20 needed)",
+            e,
+        ));
+    }
+    set_buf(r, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 32 << 20);
+    bind_packet(r, ifindex, ETH_P_ALL).map_err(|e| annotate(ifname, "bind", e))?;
+    // SAFETY: packet_mreq zeroed and filled.
+    unsafe {
+        let mut mr: libc::packet_mreq = std::mem::zeroed();
+        mr.mr_ifindex = ifindex as i32;
+        mr.mr_type = PACKET_MR_PROMISC;
+        cvt(libc::setsockopt(
+            r,
+            SOL_PACKET,
+            PACKET_ADD_MEMBERSHIP,
+            (&mr as *const libc::packet_mreq).cast(),
+            std::mem::size_of::<libc::packet_mreq>() as u32,
+        ))
+        .map_err(|e| annotate(ifname, "promiscuous mode", e))?;
+    }
+    sys::set_nonblocking(r)?;
+
+    let tx = packet_socket(ifname, "tx")?;
+    let t = tx.as_raw_fd();
+    // Bypassing the qdisc saves a little per frame but hides our output from tcpdump on the port;
+    // off unless asked for.
+    if std::env::var("SATLAB_GW_QDISC_BYPASS").is_ok_and(|v| v == "1") {
+        if let Err(e) = setsockopt_int(t, SOL_PACKET, PACKET_QDISC_BYPASS, 1) {
+            eprintln!("satlab-gateway: warning: {ifname}: PACKET_QDISC_BYPASS: {e}");
+        }
+    }
+    set_buf(t, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
+    bind_packet(t, ifindex, 0).map_err(|e| annotate(ifname, "bind tx", e))?;
+
+    Ok((
+        RxPort::Packet(PacketRx::new(rx)),
+        TxPort::Packet(PacketTx::new(tx)),
+    ))
+}
+
+fn annotate(ifname: &str, what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("port {ifname}: {what}: {e}"))
+}
+
+impl PacketRx {
+    fn new(fd: OwnedFd) -> PacketRx {
+        let mut slots: Vec<Slot> = (0..BATCH)
+            .map(|_| Slot {
+                buf: vec![0u8; MAX_FRAME + VNET_HDR_LEN].into_boxed_slice(),
+                ctrl: [0; 16],
+            })
+            .collect();
+        let mut iovs: Vec<libc::iovec> = slots
+            .iter_mut()
+            .map(|s| libc::iovec {
+                iov_base: s.buf.as_mut_ptr().cast(),
+                iov_len: s.buf.len(),
+            })
+            .collect();
+        let msgs = (0..BATCH)
+            .map(|i| {
+                // SAFETY: zeroed msghdr is valid; pointers set below.
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = &mut iovs[i];
+                h.msg_hdr.msg_iovlen = 1;
+                h.msg_hdr.msg_control = slots[i].ctrl.as_mut_ptr().cast();
+                h.msg_hdr.msg_controllen = std::mem::size_of_val(&slots[i].ctrl);
+                h
+            })
+            .collect();
+        PacketRx {
+            fd,
+            slots,
+            iovs,
+            msgs,
+            truncated: 0,
+        }
+    }
+
+    fn recv_batch(&mut self) -> io::Result<usize> {
+        for (i, m) in self.msgs.iter_mut().enumerate() {
+            m.msg_hdr.msg_iov = &mut self.iovs[i];
+            m.msg_hdr.msg_controllen = std::mem::size_of_val(&self.slots[i].ctrl);
+            m.msg_hdr.msg_flags = 0;
+            m.msg_len = 0;
+        }
+        // SAFETY: msgs/iovs/slots are valid for BATCH entries.
+        let n = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                self.msgs.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+                _ => Err(e),
+            };
+        }
+        Ok(n as usize)
+    }
+
+    fn frame(&mut self, i: usize) -> Option<RxFrame<'_>> {
+        let m = &self.msgs[i];
+        let len = m.msg_len as usize;
+        if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len < VNET_HDR_LEN + 14 {
+            if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                self.truncated += 1;
+            }
+            return None;
+        }
+        let mut vlan = None;
+        let mut rx_realtime_ns = None;
+        // SAFETY: walking the control messages the kernel wrote into this slot's buffer.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                    let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
+                        let tpid = if aux.tp_status & TP_STATUS_VLAN_TPID_VALID != 0 {
+                            aux.tp_vlan_tpid
+                        } else {
+                            0x8100
+                        };
+                        vlan = Some(VlanTag::from_tci(tpid, aux.tp_vlan_tci));
+                    }
+                } else if (*c).cmsg_level == libc::SOL_SOCKET
+                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    rx_realtime_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
+            }
+        }
+        let buf = &mut self.slots[i].buf[..len];
+        let vnet = VirtioNetHdr::parse(buf).ok()?;
+        Some(RxFrame {
+            data: &mut buf[VNET_HDR_LEN..],
+            vnet,
+            vlan,
+            rx_realtime_ns,
+        })
+    }
+}
+
+impl PacketRx {
+    /// Frames the kernel dropped because the socket buffer was full, since the last call.
+    fn take_kernel_drops(&self) -> u64 {
+        let mut st = [0u32; 2];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: tpacket_stats is two u32 (tp_packets, tp_drops); reading resets them.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            u64::from(st[1])
+        } else {
+            0
+        }
+    }
+}
+
+impl PacketTx {
+    fn new(fd: OwnedFd) -> PacketTx {
+        PacketTx {
+            fd,
+            iovs: Vec::with_capacity(BATCH),
+            msgs: Vec::with_capacity(BATCH),
+        }
+    }
+
+    /// Sends `frames`; returns (sent, failed). Blocks while the socket's send buffer is full.
+    fn send_batch(&mut self, frames: &[Vec<u8>]) -> (usize, usize) {
+        let (mut sent, mut failed) = (0, 0);
+        for chunk in frames.chunks(BATCH) {
+            self.iovs.clear();
+            self.msgs.clear();
+            for f in chunk {
+                self.iovs.push(libc::iovec {
+                    iov_base: f.as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                });
+            }
+            for i in 0..chunk.len() {
+                // SAFETY: zeroed msghdr is valid.
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = &mut self.iovs[i];
+                h.msg_hdr.msg_iovlen = 1;
+                self.msgs.push(h);
+            }
+            let mut at = 0;
+            while at < chunk.len() {
+                // SAFETY: msgs[at..] valid, pointing into frames that outlive the call.
+                let n = unsafe {
+                    libc::sendmmsg(
+                        self.fd.as_raw_fd(),
+                        self.msgs[at..].as_mut_ptr(),
+                        (chunk.len() - at) as u32,
+                        0,
+                    )
+                };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    // The frame at `at` was refused (too big for the MTU, interface down, ...): skip it.
+                    failed += 1;
+                    at += 1;
+                } else {
+                    sent += n as usize;
+                    at += n as usize;
+                }
+            }
+        }
+        (sent, failed)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TAP
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
+const IFF_TAP: libc::c_short = 0x0002;
+const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
+const TUN_F_TSO6: libc::c_uint = 0x04;
+const TUN_F_TSO_ECN: libc::c_uint = 0x08;
+const TUN_F_USO4: libc::c_uint = 0x20;
+const TUN_F_USO6: libc::c_uint = 0x40;
+
+/// Receiving half of a TAP device.
+pub struct TapRx {
+    fd: OwnedFd,
+    bufs: Vec<Box<[u8]>>,
+    lens: Vec<usize>,
+}
+
+/// Sending half of a TAP device.
+pub struct TapTx {
+    fd: OwnedFd,
+}
+
+/// Opens (creating it if needed) TAP device `name` with offloads, and sets it up.
+pub fn open_tap(name: &str) -> io::Result<(RxPort, TxPort)> {
+    // SAFETY: open + ioctls on the tun control device with a zeroed ifreq.
+    let fd = unsafe {
+        let raw = libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("port {name}: cannot open /dev/net/tun: {e}"),
+            ));
+        }
+        let fd = OwnedFd::from_raw_fd(raw);
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
+            ifr.ifr_name[i] = b as libc::c_char;
+        }
+        ifr.ifr_ifru.ifru_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+        if libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut ifr) < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("port {name}: TUNSETIFF (create/attach TAP): {e} (needs CAP_NET_ADMIN; an existing device must be a TAP with vnet_hdr)"),
+            ));
+        }
+        let sz: libc::c_int = VNET_HDR_LEN as libc::c_int;
+        cvt(libc::ioctl(fd.as_raw_fd(), TUNSETVNETHDRSZ, &sz))?;
+        let full = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_USO4 | TUN_F_USO6;
+        if libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, full as libc::c_ulong) < 0 {
+            cvt(libc::ioctl(
+                fd.as_raw_fd(),
+                TUNSETOFFLOAD,
+                (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN) as libc::c_ulong,
+            ))?;
+        }
+        fd
+    };
+    sys::set_link_up(name).map_err(|e| annotate(name, "set up", e))?;
+    sys::set_nonblocking(fd.as_raw_fd())?;
+    let txfd = fd.try_clone()?;
+    let bufs = (0..BATCH)
+        .map(|_| vec![0u8; MAX_FRAME + VNET_HDR_LEN].into_boxed_slice())
+        .collect();
+    Ok((
+        RxPort::Tap(TapRx {
+            fd,
+            bufs,
+            lens: vec![0; BATCH],
+        }),
+        TxPort::Tap(TapTx { fd: txfd }),
+    ))
+}
+
+impl TapRx {
+    fn recv_batch(&mut self) -> io::Result<usize> {
+        let mut n = 0;
+        while n < BATCH {
+            // SAFETY: reading into an owned buffer of the given length.
+            let r = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    self.bufs[n].as_mut_ptr().cast(),
+                    self.bufs[n].len(),
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => break,
+                    _ if n > 0 => break,
+                    _ => return Err(e),
+                }
+            }
+            self.lens[n] = r as usize;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn frame(&mut self, i: usize) -> Option<RxFrame<'_>> {
+        let len = self.lens[i];
+        if len < VNET_HDR_LEN + 14 {
+            return None;
+        }
+        let buf = &mut self.bufs[i][..len];
+        let vnet = VirtioNetHdr::parse(buf).ok()?;
+        Some(RxFrame {
+            data: &mut buf[VNET_HDR_LEN..],
+            vnet,
+            vlan: None,
+            rx_realtime_ns: None,
+        })
+    }
+}
+
+impl TapTx {
+    fn send_batch(&mut self, frames: &[Vec<u8>]) -> (usize, usize) {
+        let hdr = [0u8; VNET_HDR_LEN];
+        let (mut sent, mut failed) = (0, 0);
+        for f in frames {
+            let iov = [
+                libc::iovec {
+                    iov_base: hdr.as_ptr() as *mut libc::c_void,
+                    iov_len: hdr.len(),
+                },
+                libc::iovec {
+                    iov_base: f.as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                },
+            ];
+            // SAFETY: two valid iovecs.
+            let r = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+            if r < 0 {
+                failed += 1;
+            } else {
+                sent += 1;
+            }
+        }
+        (sent, failed)
+    }
+}
+
+impl RxPort {
+    /// Reads up to [`BATCH`] frames without blocking; returns how many (0 = nothing waiting).
+    pub fn recv_batch(&mut self) -> io::Result<usize> {
+        match self {
+            RxPort::Packet(p) => p.recv_batch(),
+            RxPort::Tap(t) => t.recv_batch(),
+        }
+    }
+
+    /// Frame `i` of the last batch (`None` when it was truncated or too short).
+    pub fn frame(&mut self, i: usize) -> Option<RxFrame<'_>> {
+        match self {
+            RxPort::Packet(p) => p.frame(i),
+            RxPort::Tap(t) => t.frame(i),
+        }
+    }
+
+    /// Frames the kernel dropped before we could read them, since the last call.
+    pub fn take_kernel_drops(&self) -> u64 {
+        match self {
+            RxPort::Packet(p) => p.take_kernel_drops(),
+            RxPort::Tap(_) => 0,
+        }
+    }
+
+    /// The descriptor to wait on for readability.
+    pub fn fd(&self) -> RawFd {
+        match self {
+            RxPort::Packet(p) => p.fd.as_raw_fd(),
+            RxPort::Tap(t) => t.fd.as_raw_fd(),
+        }
+    }
+}
+
+impl TxPort {
+    /// Sends whole frames; returns (sent, failed).
+    pub fn send_batch(&mut self, frames: &[Vec<u8>]) -> (usize, usize) {
+        match self {
+            TxPort::Packet(p) => p.send_batch(frames),
+            TxPort::Tap(t) => t.send_batch(frames),
+        }
+    }
+}

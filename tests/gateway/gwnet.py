@@ -1,0 +1,529 @@
+"""Namespace topology with the gateway spliced in at both satellite edges, and the tools the gateway
+tests use (crafted TCP segments, packet capture, HTTP inside a namespace).
+
+    srv [eth0] --- [lan] gw-router [sat0]=veth=[gwx] GATEWAY(gw) [wan] --- [egw] emu [est]
+        --- [wan] GATEWAY(st) [stx]=veth=[sat0] st-router [lan] --- [eth0] cli
+
+- srv 10.71.1.2, gw router 10.71.1.1 (lan) / 10.71.0.1 (sat0); st router 10.71.0.2 (sat0) /
+  10.71.2.1 (lan), cli 10.71.2.2. The routers route with the kernel; the satellite subnet
+  10.71.0.0/24 has permanent neighbour entries (no ARP across the slow link).
+- ``gateway=False`` cables each router's sat0 straight to the emulator (the baseline).
+- Namespaces are ``g5-<pid>-<role>``; :meth:`Topology.close` kills every process it started (by
+  PID, its own process group) and removes every namespace, even after a failure; stale namespaces of
+  dead test processes are swept first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pyroute2 import NetNS, netns
+
+REPO = Path(__file__).resolve().parents[2]
+EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
+GATEWAY_BIN = REPO / "target" / "release" / "satlab-gateway"
+TAG = "g5"
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+SRV, GW_LAN, GW_SAT, ST_SAT, ST_LAN, CLI = (
+    "10.71.1.2",
+    "10.71.1.1",
+    "10.71.0.1",
+    "10.71.0.2",
+    "10.71.2.1",
+    "10.71.2.2",
+)
+MAC = {
+    "srv": "02:71:00:00:01:02",
+    "gw_lan": "02:71:00:00:01:01",
+    "gw_sat": "02:71:00:00:00:01",
+    "st_sat": "02:71:00:00:00:02",
+    "st_lan": "02:71:00:00:02:01",
+    "cli": "02:71:00:00:02:02",
+}
+HMAC_KEY = b"satlab-g5-testbed-key-0123456789"
+
+
+def sweep_stale() -> None:
+    for name in netns.listnetns():
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != TAG or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or Path(f"/proc/{pid}").exists():
+            continue
+        with contextlib.suppress(Exception):
+            netns.remove(name)
+
+
+def _setns(ns: str) -> None:
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns({ns}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def socket_in_netns(ns: str, family: int, kind: int, proto: int = 0) -> socket.socket:
+    """A socket made inside ``ns`` (setns in a short-lived thread; the caller is untouched)."""
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            _setns(ns)
+            box["sock"] = socket.socket(family, kind, proto)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            box["err"] = e
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    s: socket.socket = box["sock"]
+    return s
+
+
+def http_json(ns: str, port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    s = socket_in_netns(ns, socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    conn.sock = s
+    try:
+        data = None if body is None else json.dumps(body)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=data, headers=headers)
+        r = conn.getresponse()
+        raw = r.read().decode("utf-8", "replace")
+        try:
+            return r.status, json.loads(raw)
+        except ValueError:
+            return r.status, raw
+    finally:
+        conn.close()
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = (
+            deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        )
+    return out
+
+
+@dataclass
+class Topology:
+    gateway: bool = True
+    prefix: str = field(default_factory=lambda: f"{TAG}-{os.getpid()}-")
+    work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="g5-gw-")))
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+
+    def ns(self, role: str) -> str:
+        return self.prefix + role
+
+    # --- processes -----------------------------------------------------------------------
+    def sh(self, role: str, args: Sequence[str], check: bool = True) -> str:
+        r = subprocess.run(
+            ["ip", "netns", "exec", self.ns(role), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check and r.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} in {role}: {r.stderr}")
+        return r.stdout
+
+    def spawn(self, role: str, args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        with log.open("wb") as f:
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns(role), *args],
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append(p)
+        return p
+
+    def stop(self, p: subprocess.Popen[bytes]) -> None:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait(5)
+        if p in self.procs:
+            self.procs.remove(p)
+
+    # --- build ---------------------------------------------------------------------------
+    def __enter__(self) -> Topology:
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for p in list(self.procs):
+            with contextlib.suppress(Exception):
+                self.stop(p)
+        for n in reversed(self.created):
+            with contextlib.suppress(Exception):
+                netns.remove(n)
+        self.created.clear()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def _new_ns(self, role: str) -> None:
+        name = self.ns(role)
+        netns.create(name)
+        self.created.append(name)
+        for key in ("all", "default"):
+            self.sh(role, ["sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"])
+            self.sh(role, ["sysctl", "-qw", f"net.ipv4.conf.{key}.rp_filter=0"])
+        with NetNS(name) as n:
+            n.link("set", index=n.link_lookup(ifname="lo")[0], state="up")
+
+    def _veth(self, a: str, if_a: str, b: str, if_b: str, mac_a: str = "", mac_b: str = "") -> None:
+        with NetNS(self.ns(a)) as na:
+            na.link("add", ifname=if_a, kind="veth", peer={"ifname": if_b, "net_ns_fd": self.ns(b)})
+            ia = na.link_lookup(ifname=if_a)[0]
+            if mac_a:
+                na.link("set", index=ia, address=mac_a)
+            na.link("set", index=ia, state="up")
+        with NetNS(self.ns(b)) as nb:
+            ib = nb.link_lookup(ifname=if_b)[0]
+            if mac_b:
+                nb.link("set", index=ib, address=mac_b)
+            nb.link("set", index=ib, state="up")
+        for role, ifn in ((a, if_a), (b, if_b)):
+            self.sh(
+                role, ["ethtool", "-K", ifn, "tso", "off", "gso", "off", "gro", "off", "tx", "off"]
+            )
+
+    def _addr(self, role: str, ifname: str, addr: str) -> None:
+        with NetNS(self.ns(role)) as n:
+            n.addr("add", index=n.link_lookup(ifname=ifname)[0], address=addr, prefixlen=24)
+
+    def _build(self) -> None:
+        sweep_stale()
+        for r in ("srv", "gw", "emu", "st", "cli"):
+            self._new_ns(r)
+        self._veth("srv", "eth0", "gw", "lan", MAC["srv"], MAC["gw_lan"])
+        self._veth("cli", "eth0", "st", "lan", MAC["cli"], MAC["st_lan"])
+        if self.gateway:
+            self._veth("gw", "sat0", "gw", "gwx", MAC["gw_sat"])
+            self._veth("st", "sat0", "st", "stx", MAC["st_sat"])
+            self._veth("gw", "wan", "emu", "egw")
+            self._veth("st", "wan", "emu", "est")
+        else:
+            self._veth("gw", "sat0", "emu", "egw", MAC["gw_sat"])
+            self._veth("st", "sat0", "emu", "est", MAC["st_sat"])
+        self._addr("srv", "eth0", SRV)
+        self._addr("gw", "lan", GW_LAN)
+        self._addr("gw", "sat0", GW_SAT)
+        self._addr("st", "sat0", ST_SAT)
+        self._addr("st", "lan", ST_LAN)
+        self._addr("cli", "eth0", CLI)
+        self.sh("srv", ["ip", "route", "add", "default", "via", GW_LAN])
+        self.sh("cli", ["ip", "route", "add", "default", "via", ST_LAN])
+        self.sh("gw", ["ip", "route", "add", "10.71.2.0/24", "via", ST_SAT])
+        self.sh("st", ["ip", "route", "add", "10.71.1.0/24", "via", GW_SAT])
+        for role in ("gw", "st"):
+            self.sh(role, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        neigh = (
+            ("srv", GW_LAN, "gw_lan", "eth0"),
+            ("gw", SRV, "srv", "lan"),
+            ("gw", ST_SAT, "st_sat", "sat0"),
+            ("st", GW_SAT, "gw_sat", "sat0"),
+            ("st", CLI, "cli", "lan"),
+            ("cli", ST_LAN, "st_lan", "eth0"),
+        )
+        for role, ip, mac, dev in neigh:
+            self.sh(role, ["ip", "neigh", "replace", ip, "lladdr", MAC[mac], "dev", dev])
+
+    # --- emulator and gateways -------------------------------------------------------------
+    def emulator_config(self, **over: Any) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "seed": 5,
+            "ports": {
+                "gw": {"kind": "af_packet", "interface": "egw"},
+                "st": {"kind": "af_packet", "interface": "est"},
+            },
+            "telemetry": {
+                "socket": str(self.work / "telemetry.sock"),
+                "period_ms": 50,
+                "events": "all",
+            },
+            "control": {"listen": "127.0.0.1:8781"},
+            "forward": {
+                "delay_ms": 100.0,
+                "symbol_rate_baud": 2.0e6,
+                "acm": {"mode": "acm", "refresh_ms": 100, "margin_db": 0.0},
+                "queue": {"limit_packets": 1000, "limit_bytes": 1_500_000},
+            },
+            "return": {"delay_ms": 100.0, "symbol_rate_baud": 2.0e6},
+        }
+        return deep_merge(base, over)
+
+    def start_emulator(self, cfg: dict[str, Any]) -> subprocess.Popen[bytes]:
+        if not EMULATOR_BIN.exists():
+            raise FileNotFoundError(f"{EMULATOR_BIN}: cargo build --release")
+        path = self.work / "emulator.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        p = self.spawn("emu", [str(EMULATOR_BIN), "--config", str(path)], self.work / "emu.log")
+        self._wait_http(p, "emu", 8781, self.work / "emu.log")
+        return p
+
+    def emu(self, method: str, path: str, body: Any = None) -> Any:
+        code, data = http_json(self.ns("emu"), 8781, method, path, body)
+        assert code == 200, f"emulator {method} {path} -> {code}: {data}"
+        return data
+
+    def gateway_config(self, role: str, **over: Any) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "role": role,
+            "ports": {"inside": "gwx" if role == "gw" else "stx", "outside": "wan"},
+            "telemetry": {"socket": str(self.work / "telemetry.sock"), "reconnect_ms": 50},
+            "http": {"listen": "127.0.0.1:8791"},
+        }
+        return deep_merge(base, over)
+
+    def start_gateway(self, cfg: dict[str, Any]) -> subprocess.Popen[bytes]:
+        if not GATEWAY_BIN.exists():
+            raise FileNotFoundError(f"{GATEWAY_BIN}: cargo build --release")
+        role = cfg["role"]
+        path = self.work / f"gateway-{role}.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        log = self.work / f"gateway-{role}.log"
+        p = self.spawn(role, [str(GATEWAY_BIN), "--config", str(path)], log)
+        self._wait_http(p, role, 8791, log)
+        return p
+
+    def gw_status(self, role: str) -> dict[str, Any]:
+        code, data = http_json(self.ns(role), 8791, "GET", "/status")
+        assert code == 200, data
+        return data  # type: ignore[no-any-return]
+
+    def _wait_http(self, p: subprocess.Popen[bytes], role: str, port: int, log: Path) -> None:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                raise RuntimeError(
+                    f"{role} process exited {p.returncode}: {log.read_text()[-3000:]}"
+                )
+            with contextlib.suppress(OSError):
+                if http_json(self.ns(role), port, "GET", "/status")[0] == 200:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"{role}: no HTTP endpoint after 15 s: {log.read_text()[-3000:]}")
+
+
+# --- packets ---------------------------------------------------------------------------------
+def csum(b: bytes) -> int:
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def ipv4(src: str, dst: str, proto: int, payload: bytes, tos: int = 0, ident: int = 0) -> bytes:
+    h = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        tos,
+        20 + len(payload),
+        ident,
+        0x4000,
+        64,
+        proto,
+        0,
+        socket.inet_aton(src),
+        socket.inet_aton(dst),
+    )
+    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return h + payload
+
+
+def tcp_segment(
+    src: str,
+    dst: str,
+    sport: int,
+    dport: int,
+    seq: int,
+    payload: bytes,
+    options: bytes = b"",
+    flags: int = 0x18,
+    ack: int = 0,
+) -> bytes:
+    """An IPv4 packet carrying one TCP segment (checksums filled)."""
+    opts = options + b"\x01" * (-len(options) % 4)
+    hl = 20 + len(opts)
+    t = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (hl // 4) << 4, flags, 65535, 0, 0)
+    t += opts + payload
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(t))
+    t = t[:16] + struct.pack("!H", csum(pseudo + t)) + t[18:]
+    return ipv4(src, dst, 6, t, ident=seq & 0xFFFF)
+
+
+def ceten_option(fwd_corr: int = 0xFFFF, fwd_cong: int = 0xFFFF) -> bytes:
+    """crates/packet/src/ceten.rs: kind 254, len 12, ExID 0x4345, four Q16 probabilities."""
+    return struct.pack("!BBHHHHH", 254, 12, 0x4345, fwd_corr, fwd_cong, 0, 0)
+
+
+def ern_option(cwnd: int, rtt_us: int, feedback: int, reverse: int = 0) -> bytes:
+    """crates/packet/src/ern.rs: kind 254, len 20, ExID 0x4552, cwnd, rtt, feedback, reverse."""
+    return struct.pack("!BBHIIii", 254, 20, 0x4552, cwnd, rtt_us, feedback, reverse)
+
+
+def find_option(tcp: bytes, exid: int, length: int) -> bytes | None:
+    hl = (tcp[12] >> 4) * 4
+    opts = tcp[20:hl]
+    i = 0
+    while i < len(opts):
+        k = opts[i]
+        if k == 0:
+            return None
+        if k == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            return None
+        ln = opts[i + 1]
+        if k in (253, 254) and ln == length and struct.unpack("!H", opts[i + 2 : i + 4])[0] == exid:
+            return opts[i : i + ln]
+        i += ln
+    return None
+
+
+def parse_notice(ip: bytes) -> dict[str, Any] | None:
+    """An ETEN notice (crates/packet/src/eten.rs) from an IPv4 packet, or None."""
+    ihl = (ip[0] & 15) * 4
+    if ip[9] != 1 or len(ip) < ihl + 36 or ip[ihl] != 253:
+        return None
+    m = ip[ihl:]
+    flags = m[5]
+    n = 52 if flags & 1 else 36
+    q = m[8:28]
+    t = m[28:36]
+    out = {
+        "code": m[1],
+        "notice_seq": struct.unpack("!H", m[6:8])[0],
+        "src": socket.inet_ntoa(q[12:16]),
+        "dst": socket.inet_ntoa(q[16:20]),
+        "proto": q[9],
+        "sport": struct.unpack("!H", t[0:2])[0],
+        "dport": struct.unpack("!H", t[2:4])[0],
+        "seq": struct.unpack("!I", t[4:8])[0],
+        "checksum_ok": csum(bytes(m[:n])) == 0,
+        "mac_ok": None,
+    }
+    if flags & 1:
+        signed = bytes(m[:2]) + b"\0\0" + bytes(m[4:36])
+        want = hmac.new(HMAC_KEY, signed, hashlib.sha256).digest()[:16]
+        out["mac_ok"] = hmac.compare_digest(want, bytes(m[36:52]))
+    return out
+
+
+class RawSender:
+    """Sends whole IPv4 packets from inside a namespace (IPPROTO_RAW: the kernel routes them)."""
+
+    def __init__(self, ns: str) -> None:
+        self.s = socket_in_netns(ns, socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+    def send(self, pkt: bytes) -> None:
+        self.s.sendto(pkt, (socket.inet_ntoa(pkt[16:20]), 0))
+
+    def close(self) -> None:
+        self.s.close()
+
+
+class Capture:
+    """Collects (monotonic time, IPv4 packet without the Ethernet header) from an interface in
+    a namespace (AF_PACKET, a background thread). ``want`` filters IPv4 packets."""
+
+    def __init__(self, ns: str, ifname: str, want: Any = None, outgoing: bool = False) -> None:
+        eth_p_ip = 0x0800
+        self.s = socket_in_netns(ns, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(eth_p_ip))
+        self.s.bind((ifname, eth_p_ip))
+        self.s.settimeout(0.1)
+        self.outgoing = outgoing
+        self.want = want
+        self.items: list[tuple[float, bytes]] = []
+        self.lock = threading.Lock()
+        self._stop = False
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                data, addr = self.s.recvfrom(65535)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            now = time.monotonic()
+            if (addr[2] == socket.PACKET_OUTGOING) != self.outgoing:
+                continue
+            data = data[14:]
+            if self.want is None or self.want(data):
+                with self.lock:
+                    self.items.append((now, data))
+
+    def snapshot(self) -> list[tuple[float, bytes]]:
+        with self.lock:
+            return list(self.items)
+
+    def close(self) -> None:
+        self._stop = True
+        self.t.join(2)
+        self.s.close()
+
+
+def pace(rate_pps: float, n: int, send: Any) -> list[float]:
+    """Calls send(i) n times at rate_pps (absolute schedule); returns the send times."""
+    times = []
+    t0 = time.monotonic()
+    for i in range(n):
+        at = t0 + i / rate_pps
+        while True:
+            d = at - time.monotonic()
+            if d <= 0:
+                break
+            time.sleep(min(d, 0.002))
+        times.append(time.monotonic())
+        send(i)
+    return times
