@@ -217,7 +217,7 @@ def main() -> None:
         print(f"{'endpoint':48} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'errors':>7}")
         for name, paths in endpoints.items():
             t = time.perf_counter()
-            lat = asyncio.run(load(url, token, paths, args.clients, args.requests))
+            lat, errors = asyncio.run(load(url, token, paths, args.clients, args.requests))
             wall = time.perf_counter() - t
             print(
                 f"{name:48} {pct(lat, 50) * 1e3:8.1f} {pct(lat, 99) * 1e3:8.1f} "
