@@ -221,7 +221,7 @@ def main() -> None:
             wall = time.perf_counter() - t
             print(
                 f"{name:48} {pct(lat, 50) * 1e3:8.1f} {pct(lat, 99) * 1e3:8.1f} "
-                f"{len(lat) / wall:8.0f}"
+                f"{len(lat) / wall:8.0f} {errors:7d}"
             )
     finally:
         if server is not None:
