@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 # Debian packages: the database, the eBPF toolchain, traffic and capture tools, Python's venv.
 APT_PACKAGES=(
   postgresql clang llvm libbpf-dev bpftool iproute2 iptables nftables ethtool
-  iperf3 iputils-ping tcpdump tshark curl procps python3-venv python3-dev build-essential pkg-config
+  iperf3 iputils-ping tcpdump tshark curl procps chromium python3-venv python3-dev build-essential pkg-config
 )
 
 apt_packages() {

@@ -46,6 +46,9 @@ stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
 
+# Tier 4: browser end-to-end (Debian's chromium, the real API, database and worker).
+stage "browser end-to-end (chromium, real API + worker)" "$ROOT/tests/e2e/run.sh"
+
 printf '\nStages:\n'; printf '%s\n' "${report[@]}"
 echo "stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,140 @@
+// Shapes of the answers the OpenAPI spec leaves free-form (`dict[str, object]` on the API side):
+// results, comparison, series, the run document and the live events. Written from
+// api/satlab/service/{results,comparisons,events}.py and docs/run-result.md.
+
+export const METRICS = [
+  'goodput_bps',
+  'total_goodput_bps',
+  'completion_s',
+  'mean_fct_s',
+  'retransmissions',
+  'jain_fairness',
+] as const;
+export type Metric = (typeof METRICS)[number];
+
+export type SweepValue = number | string | null;
+
+export interface MetricAggregate {
+  mean: number | null;
+  half_width: number | null;
+  n: number;
+  values: number[];
+}
+
+export interface AggregateRow {
+  configuration: string;
+  sweep_value: SweepValue;
+  runs: number;
+  succeeded: number;
+  metrics: Record<Metric, MetricAggregate>;
+}
+
+export interface Results {
+  experiment_id: number;
+  rows: AggregateRow[];
+}
+
+export interface Interval {
+  low: number | null;
+  high: number | null;
+}
+
+export interface ComparedMetric extends Interval {
+  mean: number | null;
+  half_width: number | null;
+  n: number;
+  baseline_mean: number | null;
+  ratio: number | null;
+  difference: { difference: number | null } & Interval;
+}
+
+export interface Comparison {
+  experiment_id: number;
+  state: string;
+  baseline: string;
+  metrics: Metric[];
+  points: {
+    sweep_value: SweepValue;
+    configurations: { configuration: string; succeeded: number; metrics: Partial<Record<Metric, ComparedMetric>> }[];
+  }[];
+}
+
+export interface SeriesInfo {
+  name: string;
+  points: number;
+}
+
+export interface Bucket {
+  t0: number;
+  t1: number;
+  n: number;
+  min: number;
+  max: number;
+  mean: number;
+}
+
+export interface SeriesBuckets {
+  run_id: number;
+  name: string;
+  points: number;
+  buckets: Bucket[];
+}
+
+export interface LinkCounters {
+  offered_packets?: number;
+  delivered_packets?: number;
+  delivered_bytes?: number;
+  queue_drops?: number;
+  frame_erasures?: number;
+  erased_packets?: number;
+  corrupted_packets?: number;
+  reordered_packets?: number;
+}
+
+export interface DirectionStatus {
+  direction: string;
+  modcod: { id: number; name: string; efficiency: number; required_esn0_db: number } | null;
+  esn0_db: number;
+  attenuation_db: number;
+  useful_rate_bps: number;
+  delay_ms: number;
+  ber: number;
+  queue_packets: number;
+  queue_bytes: number;
+  counters: LinkCounters;
+}
+
+export interface EmulatorStatus {
+  uptime_s?: number;
+  forward?: DirectionStatus;
+  return?: DirectionStatus;
+}
+
+/** `event: run` data of the SSE endpoints. */
+export interface RunEvent {
+  id: number;
+  run_id: number;
+  experiment_id: number;
+  at: string;
+  state: string;
+  progress: number;
+  message: string;
+  /** the emulator's status while running; the headline metrics at the end */
+  metrics: (EmulatorStatus & Record<string, unknown>) | null;
+}
+
+export interface RunDocument {
+  schema?: string;
+  scenario?: string;
+  configuration?: string;
+  status?: string;
+  error?: string | null;
+  wall_s?: number;
+  setup_s?: number;
+  seed?: number;
+  sweep?: { path: string; value: SweepValue } | null;
+  flows?: Record<string, unknown>[];
+  hosts?: Record<string, Record<string, number>>;
+  link_events?: Record<string, number>;
+  inputs?: { scenario?: Record<string, unknown>; link?: Record<string, unknown>; versions?: Record<string, string> };
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import type { RunEvent } from '../api/types.ts';
+import { addLiveEvent, emptyLive } from './live.ts';
+
+function ev(at: string, bytes: number, modcod: number | null): RunEvent {
+  return {
+    id: 1,
+    run_id: 1,
+    experiment_id: 1,
+    at,
+    state: 'running',
+    progress: 0.5,
+    message: '',
+    metrics: {
+      forward: {
+        direction: 'forward',
+        modcod: modcod === null ? null : { id: modcod, name: 'x', efficiency: 1, required_esn0_db: 1 },
+        esn0_db: 12.5,
+        attenuation_db: 3,
+        useful_rate_bps: 8e6,
+        delay_ms: 250,
+        ber: 0,
+        queue_packets: 17,
+        queue_bytes: 100,
+        counters: { delivered_bytes: bytes },
+      },
+    },
+  };
+}
+
+describe('live samples', () => {
+  it('derives throughput from the delivered-bytes counter', () => {
+    let s = emptyLive();
+    s = addLiveEvent(s, ev('2026-11-22T06:18:27.000Z', 0, 28));
+    s = addLiveEvent(s, ev('2026-11-22T06:18:29.000Z', 250_000, 22));
+    expect(s.samples).toHaveLength(2);
+    expect(s.samples[0]?.throughputBps).toBeNull();
+    expect(s.samples[1]?.t).toBe(2);
+    expect(s.samples[1]?.throughputBps).toBe(1_000_000);
+    expect(s.samples[1]?.modcod).toBe(22);
+    expect(s.samples[1]?.queuePackets).toBe(17);
+  });
+
+  it('ignores events without the emulator status', () => {
+    const s = emptyLive();
+    expect(addLiveEvent(s, { ...ev('2026-11-22T06:18:27Z', 0, 1), metrics: null })).toBe(s);
+    expect(addLiveEvent(s, { ...ev('2026-11-22T06:18:27Z', 0, 1), metrics: { goodput_bps: 5 } })).toBe(s);
+  });
+});
