@@ -274,7 +274,7 @@ pub struct Controller {
     /// Telemetry counters.
     pub telemetry: Arc<TelemetryStats>,
     /// Run clock.
-    pub clock: crate::sys::Clock,
+    pub clock: netio::sys::Clock,
 }
 
 impl Controller {

@@ -14,11 +14,11 @@
 //!
 //! Frame buffers are recycled through a per-thread pool: no allocation per packet in steady state.
 
-use crate::port::{RxFrame, RxPort, TxPort, BATCH};
-use crate::sys::{self, Clock, Notifier, Waiter};
 use crate::telemetry::{self, Event, EventKind, Msg};
 use linkmodel::config::EventLevel;
 use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
+use netio::port::{RxFrame, RxPort, TxPort, BATCH};
+use netio::sys::{self, Clock, Notifier, Waiter};
 use packet::ethernet;
 use packet::offload::{self, Gso};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

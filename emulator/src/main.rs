@@ -6,12 +6,11 @@
 
 mod control;
 mod dataplane;
-mod port;
-mod sys;
 mod telemetry;
 
 use linkmodel::config::PortKind;
 use linkmodel::{Dir, Direction, EmulatorConfig, PortConfig};
+use netio::{port, sys};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};

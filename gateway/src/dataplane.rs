@@ -11,11 +11,11 @@
 //!   link's estimate, remember it for reflection), then straight out (no queue).
 
 use crate::aqm::{Queue, Verdict};
-use crate::port::{RxPort, TxPort};
 use crate::process::{self, Reflected};
 use crate::state::Shared;
-use crate::sys::Waiter;
 use crate::xcp::{Controller, Params};
+use netio::port::{RxPort, TxPort};
+use netio::sys::Waiter;
 use packet::ethernet;
 use packet::offload::{self, Gso};
 use std::sync::atomic::Ordering;
@@ -78,7 +78,7 @@ fn read_frames(
             }
             out.push(v);
         }
-        if n < crate::port::BATCH {
+        if n < netio::port::BATCH {
             break;
         }
     }

@@ -15,14 +15,13 @@ mod notifier;
 // port.rs and sys.rs are copies of the emulator's (emulator/src/), kept identical so a later
 // shared crate can replace both; not every helper (TAP ports, kernel drop counts) is used here.
 #[allow(dead_code)]
-mod port;
 mod process;
 mod state;
 #[allow(dead_code)]
-mod sys;
 mod telemetry;
 mod xcp;
 
+use netio::{port, sys};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

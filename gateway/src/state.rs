@@ -3,8 +3,8 @@
 
 use crate::config::Config;
 use crate::ewma::Survival;
-use crate::sys::{Clock, Notifier};
 use crate::xcp::Decision;
+use netio::sys::{Clock, Notifier};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

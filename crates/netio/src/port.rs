@@ -166,7 +166,10 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     let ifindex = sys::if_index(ifname)
         .map_err(|e| io::Error::new(e.kind(), format!("port {ifname}: {e}")))?;
     if let Err(e) = sys::set_link_up(ifname) {
-        eprintln!("satlab-emulator: warning: could not set {ifname} up: {e}");
+        eprintln!(
+            "{}: warning: could not set {ifname} up: {e}",
+            sys::program()
+        );
     }
     let rx = packet_socket(ifname, "rx")?;
     let r = rx.as_raw_fd();
@@ -207,9 +210,12 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     let t = tx.as_raw_fd();
     // Bypassing the qdisc saves a little per frame but hides our output from tcpdump on the port;
     // off unless asked for.
-    if std::env::var("SATLAB_EMU_QDISC_BYPASS").is_ok_and(|v| v == "1") {
+    if std::env::var("SATLAB_QDISC_BYPASS").is_ok_and(|v| v == "1") {
         if let Err(e) = setsockopt_int(t, SOL_PACKET, PACKET_QDISC_BYPASS, 1) {
-            eprintln!("satlab-emulator: warning: {ifname}: PACKET_QDISC_BYPASS: {e}");
+            eprintln!(
+                "{}: warning: {ifname}: PACKET_QDISC_BYPASS: {e}",
+                sys::program()
+            );
         }
     }
     set_buf(t, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);

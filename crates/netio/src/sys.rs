@@ -289,3 +289,11 @@ pub fn raise_thread_priority(rt_priority: Option<i32>) -> io::Result<String> {
         Ok(format!("nice -10{why}"))
     }
 }
+
+/// The running program's name (satlab-emulator, satlab-gateway), for warnings.
+pub fn program() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| a.rsplit('/').next().map(str::to_owned))
+        .unwrap_or_else(|| "satlab".into())
+}

@@ -1,0 +1,6 @@
+//! netio: the packet I/O the emulator and the gateway share: AF_PACKET and TAP ports with batched
+//! receive/send and the virtio-net offload header (`port`), and the Linux plumbing around them:
+//! clocks, epoll/timerfd waiting, eventfd notification, thread priority (`sys`).
+
+pub mod port;
+pub mod sys;
