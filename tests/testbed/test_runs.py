@@ -93,6 +93,20 @@ def test_a_killed_agent_fails_the_run_with_its_reason(emulator_bin: Path, tmp_pa
     th.join(60)
     assert out["status"] == "failed"
     assert "agent srv1 died" in out["error"]
+    # What the dead agent had started (its sender) was ended with the testbed.
+    assert not _group_members(pid), "the killed agent's programs outlived the testbed"
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
 
 
 def test_every_traffic_kind_is_measured(emulator_bin: Path) -> None:

@@ -47,7 +47,9 @@ class Managed:
         self.ident = ident
         self.out = open(pid_dir / f"{ident}.out", "w+b")  # noqa: SIM115 (closed in close())
         self.err = open(pid_dir / f"{ident}.err", "w+b")  # noqa: SIM115
-        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.err, start_new_session=True)
+        # In the agent's process group (the testbed starts every agent as a group leader), so a
+        # killed agent's programs are found and ended with it (testbed.kill_agent_group).
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.err)
 
     def describe(self) -> dict[str, Any]:
         rc = self.proc.poll()

@@ -5,6 +5,7 @@ finds what a dead owner left, by the project's name prefix and a state directory
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -46,6 +47,20 @@ def _is_our_agent(pid: int) -> bool:
         return False
 
 
+def kill_agent_group(agent_pid: int) -> None:
+    """SIGKILL every process left in an agent's process group: the programs it started (emulator,
+    traffic, captures) outlive an agent that was itself killed. A group is found by its members'
+    pgid in /proc, so a dead agent's group is still found, and nothing outside it is touched."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == agent_pid:  # field 5 of /proc/PID/stat: the process group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+
+
 def sweep() -> list[str]:
     """Remove every testbed whose owner process is gone: its agents (by recorded PID), then its
     namespaces. Namespaces with the project prefix and no state directory are leftovers too."""
@@ -63,6 +78,7 @@ def sweep() -> list[str]:
             for pid in state["agents"].values():
                 if _is_our_agent(pid):
                     os.kill(pid, signal.SIGKILL)
+                kill_agent_group(pid)
             topology.teardown(d.name)
             shutil.rmtree(d, ignore_errors=True)
             swept.append(d.name)
@@ -121,6 +137,8 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        for p in self.agent_procs.values():
+            kill_agent_group(p.pid)
         topology.teardown(self.id)
         shutil.rmtree(self.dir, ignore_errors=True)
 
