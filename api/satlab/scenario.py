@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from satlab.schemes import SCHEMES
+
 SCHEMA_VERSION = 1
 
 
@@ -49,10 +51,20 @@ class Hosts(Strict):
     settings: HostSettings = HostSettings()
 
 
+CC_PATTERN = r"^[a-z0-9_]{1,15}$"
+CC_DESCRIPTION = (
+    "a kernel algorithm (cubic, reno, bbr) or a project one (satlab.schemes: sl_newreno, "
+    "sl_beten, sl_oracle, sl_westwood, ...)"
+)
+
+
 class BulkTcp(Strict):
     """A bulk TCP transfer of an exact byte count, or for a duration."""
 
     kind: Literal["bulk_tcp"]
+    congestion_control: str | None = Field(
+        None, pattern=CC_PATTERN, description="this flow's, instead of the configuration's"
+    )
     direction: Literal["download", "upload"] = "download"
     bytes: int | None = Field(None, ge=1, le=1 << 40)
     duration_s: float | None = Field(None, gt=0, le=3600)
@@ -71,6 +83,9 @@ class ShortFlows(Strict):
     """N objects fetched one after another, each on a new connection."""
 
     kind: Literal["short_flows"]
+    congestion_control: str | None = Field(
+        None, pattern=CC_PATTERN, description="these flows', instead of the configuration's"
+    )
     direction: Literal["download", "upload"] = "download"
     count: int = Field(ge=1, le=10000)
     size_distribution: Literal["fixed", "exponential", "pareto"] = "exponential"
@@ -96,14 +111,22 @@ class UdpCross(Strict):
 Traffic = Annotated[BulkTcp | ShortFlows | UdpCross, Field(discriminator="kind")]
 
 
+class EtenSender(Strict):
+    """The sender's checks on BETEN notices before one counts (endhosts/bpf/eten.bpf.c; ETEN
+    report section 7). The MAC key is the gateway's `eten_hmac_key_hex`: with a key, unsigned or
+    badly signed notices are refused."""
+
+    rate_limit_per_s: int = Field(
+        1000, ge=0, le=1_000_000, description="token-bucket bound on notices; 0: unbounded"
+    )
+    burst: int = Field(100, ge=1, le=1_000_000, description="token-bucket depth, notices")
+
+
 class Transport(Strict):
     """How the end hosts' TCP behaves in one configuration."""
 
-    congestion_control: str = Field(
-        "cubic",
-        pattern=r"^[a-z0-9_]{1,15}$",
-        description="a kernel algorithm (cubic, reno, bbr) or a project eBPF one (endhosts/bpf)",
-    )
+    congestion_control: str = Field("cubic", pattern=CC_PATTERN, description=CC_DESCRIPTION)
+    eten: EtenSender = EtenSender()
 
 
 class GatewayAqm(Strict):
@@ -148,6 +171,14 @@ class Configuration(Strict):
     transport: Transport = Transport()
     gateway: GatewaySettings | None = None
 
+    def congestion_controls(self, traffic: list[Traffic]) -> set[str]:
+        """Every congestion control this configuration's TCP flows use."""
+        return {
+            getattr(t, "congestion_control", None) or self.transport.congestion_control
+            for t in traffic
+            if not isinstance(t, UdpCross)
+        }
+
 
 class Sweep(Strict):
     """One link parameter varied over values; `path` is a dotted path into `link`."""
@@ -185,6 +216,9 @@ class Scenario(Strict):
         names = [c.name for c in self.configurations]
         if len(set(names)) != len(names):
             raise ValueError("configurations: names must be unique")
+        for i, c in enumerate(self.configurations):
+            for cc in sorted(c.congestion_controls(self.traffic)):
+                _check_project_cc(f"configurations.{i}", cc, c)
         for i, t in enumerate(self.traffic):
             if t.client > self.hosts.clients:
                 raise ValueError(
@@ -195,6 +229,22 @@ class Scenario(Strict):
                     f"traffic.{i}.server: {t.server} > hosts.servers ({self.hosts.servers})"
                 )
         return self
+
+
+def _check_project_cc(where: str, cc: str, c: Configuration) -> None:
+    """A project congestion control must exist, and BETEN needs the edge's notices."""
+    if not cc.startswith("sl_"):
+        return  # a kernel one: the sender's setsockopt reports an unknown name at run time
+    if cc not in SCHEMES:
+        raise ValueError(
+            f"{where}: congestion control {cc!r} is not a project scheme "
+            f"(one of {', '.join(sorted(SCHEMES))})"
+        )
+    if SCHEMES[cc].tc_ingress and (c.gateway is None or not c.gateway.eten):
+        raise ValueError(
+            f"{where}.gateway.eten: {cc} needs the satellite edge's notices "
+            "(gateway: {eten: true})"
+        )
 
 
 class ScenarioError(ValueError):

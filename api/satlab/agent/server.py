@@ -5,16 +5,16 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
-                                    edge gateway (kind=gateway), or a pcap (kind=capture, args
-                                    [iface, file, snaplen, count])
+                                    edge gateway (kind=gateway), an end-host scheme loader
+                                    (kind=scheme: endhosts/build/sl-scheme), or a pcap
+                                    (kind=capture, args [iface, file, snaplen, count])
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
-  POST /bpf         {action: register|unregister, object|name}  struct_ops via bpftool
-Only these programs run: the project's traffic generator, its emulator and gateway, tcpdump,
-ethtool and bpftool, so an agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, emulator, gateway and scheme loader,
+tcpdump and ethtool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 
 from satlab.agent import tcpinfo
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
+from satlab.schemes import LOADER_BIN
 from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
 
@@ -107,7 +108,6 @@ class Agent:
         self.workdir = workdir
         self.procs: dict[str, Managed] = {}
         self.sampler: Sampler | None = None
-        self.registered_bpf: set[str] = set()
         self.lock = threading.Lock()
 
     # -- handlers: each returns (status, body) --
@@ -148,6 +148,8 @@ class Agent:
             argv = [str(EMULATOR_BIN), *args]
         elif kind == "gateway":
             argv = [str(GATEWAY_BIN), *args]
+        elif kind == "scheme":
+            argv = [str(LOADER_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -165,7 +167,7 @@ class Agent:
             ]
         else:
             return 400, {
-                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, capture"
+                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, scheme, capture"
             }
         with self.lock:
             if ident in self.procs:
@@ -191,38 +193,12 @@ class Agent:
     def samples(self) -> tuple[int, Any]:
         return 200, {"samples": list(self.sampler.samples) if self.sampler else []}
 
-    def bpf(self, body: dict[str, Any]) -> tuple[int, Any]:
-        if body.get("action") == "register":
-            r = subprocess.run(
-                ["bpftool", "struct_ops", "register", body["object"]],
-                capture_output=True,
-                text=True,
-            )
-            if r.returncode == 0:
-                self.registered_bpf.add(body["name"])
-        elif body.get("action") == "unregister":
-            r = subprocess.run(
-                ["bpftool", "struct_ops", "unregister", "name", body["name"]],
-                capture_output=True,
-                text=True,
-            )
-            self.registered_bpf.discard(body["name"])
-        else:
-            return 400, {"error": "action: must be register or unregister"}
-        if r.returncode != 0:
-            return 500, {"error": f"bpftool: {r.stderr.strip()}"}
-        return 200, {"name": body["name"], "action": body["action"]}
-
     def shutdown(self) -> None:
         if self.sampler:
             self.sampler.stopped.set()
         for p in self.procs.values():
             p.stop()
             p.close()
-        for name in list(self.registered_bpf):
-            subprocess.run(
-                ["bpftool", "struct_ops", "unregister", "name", name], capture_output=True
-            )
 
 
 def make_handler(agent: Agent) -> type[JsonHandler]:
@@ -268,8 +244,6 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.samples()
         case "GET", ["netstat"]:
             return 200, tcpinfo.netstat()
-        case "POST", ["bpf"]:
-            return agent.bpf(body)
     return 404, {"error": f"no route {method} /{'/'.join(parts)}"}
 
 

@@ -1,6 +1,7 @@
 """Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
 
-Order: testbed up -> host settings -> emulator started with the run's seed -> edge gateways (when
+Order: testbed up -> host settings -> project congestion controls loaded on the sending hosts
+(satlab.testbed.schemes) -> emulator started with the run's seed -> edge gateways (when
 the configuration has a `gateway` section) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
 watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
 and a fresh emulator per run means every configuration starts from the same channel state at t=0.
@@ -21,6 +22,7 @@ from satlab import __version__
 from satlab.agent.unixhttp import AgentError
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
 from satlab.testbed import gateway as edge_gateway
+from satlab.testbed import schemes as host_schemes
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -36,8 +38,11 @@ class RunFailed(RuntimeError):
     pass
 
 
-def emulator_config(spec: RunSpec, tb: Testbed, period_ms: int) -> dict[str, Any]:
-    """The scenario's link with what only the testbed knows: ports, seed, telemetry socket."""
+def emulator_config(
+    spec: RunSpec, tb: Testbed, period_ms: int, oracle: bool = False
+) -> dict[str, Any]:
+    """The scenario's link with what only the testbed knows: ports, seed, telemetry socket, and
+    the senders' notice map when a configuration uses Oracle ETEN."""
     cfg: dict[str, Any] = json.loads(json.dumps(spec.link))
     cfg["seed"] = spec.seed
     cfg["ports"] = {
@@ -55,6 +60,10 @@ def emulator_config(spec: RunSpec, tb: Testbed, period_ms: int) -> dict[str, Any
     g = spec.configuration.gateway
     if g is not None and g.ceten:
         cfg["telemetry"]["events"] = "all"  # CETEN samples every packet of the link
+    if oracle:
+        pin = str(host_schemes.pin_dir(tb.id) / "eten_notices")
+        for d in ("forward", "return"):
+            cfg.setdefault(d, {})["oracle_eten"] = {"map_pin": pin}
     return cfg
 
 
@@ -126,7 +135,7 @@ def run_one(
             result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
             result["status"] = "ok"
             result["setup_s"] = result.pop("_setup_s")
-    except (RunFailed, TestbedError, AgentError, TimeoutError) as exc:
+    except (RunFailed, TestbedError, AgentError, TimeoutError, host_schemes.SchemeError) as exc:
         result["status"] = "failed"
         result["error"] = str(exc)
     result["wall_s"] = time.time() - started
@@ -138,8 +147,22 @@ def _execute(
 ) -> dict[str, Any]:
     t_setup = time.monotonic()
     tb.apply_host_settings(sc.hosts.settings)
+    conf = spec.configuration
+    wanted: dict[str, set[str]] = {}
+    for t in sc.traffic:
+        if not isinstance(t, UdpCross):
+            cc = t.congestion_control or conf.transport.congestion_control
+            wanted.setdefault(_roles(t)[0], set()).add(cc)
+    eten = host_schemes.EtenOptions(
+        hmac_key_hex=conf.gateway.eten_hmac_key_hex if conf.gateway else None,
+        rate_limit_per_s=conf.transport.eten.rate_limit_per_s,
+        burst=conf.transport.eten.burst,
+    )
+    loaded = host_schemes.start(tb, wanted, eten)
     cfg_path = tb.dir / "emulator.yaml"
-    cfg_path.write_text(yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms)))
+    cfg_path.write_text(
+        yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms, oracle=loaded.oracle))
+    )
     tb.agent(
         "emu",
         "POST",
@@ -157,7 +180,6 @@ def _execute(
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
 
-    cc = spec.configuration.transport.congestion_control
     senders: dict[int, str] = {}
     sample_ports: dict[str, list[int]] = {}
     for i, t in enumerate(sc.traffic):
@@ -176,12 +198,13 @@ def _execute(
     setup_s = time.monotonic() - t_setup
     t0 = time.monotonic()
     for i, t in enumerate(sc.traffic):
-        _, receiver = _roles(t)
+        sender, receiver = _roles(t)
+        cc = getattr(t, "congestion_control", None) or conf.transport.congestion_control
         args = _sender_args(
             t,
             tb.topo.address(receiver) if tb.topo else "",
             BASE_PORT + i,
-            cc,
+            loaded.cc_for(sender, cc),
             spec.seed + i,
             sc.duration_s,
         )
@@ -199,6 +222,7 @@ def _execute(
     for role in pcaps:
         tb.agent(role, "DELETE", "/processes/capture")
     gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
+    endhosts = host_schemes.stop(tb, loaded)
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
@@ -209,6 +233,10 @@ def _execute(
     if edges:
         # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
         out["gateway"] = {r: g.get("result") for r, g in gateways.items()}
+    if endhosts:
+        # per sending host: each project scheme's instance name and counters (notices by verdict,
+        # losses by classification)
+        out["endhosts"] = endhosts
     return {
         **out,
         "_setup_s": setup_s,
@@ -335,7 +363,11 @@ def _flow_summary(
     received = sum(c["bytes"] for c in conns)
     if isinstance(t, BulkTcp):
         sc_conns = res.get("connections", [])
-        starts = [c["t_start"] for c in sc_conns if "t_start" in c]
+        # A sender stopped at the end of the run (its queued data still draining over a slow,
+        # lossy link) reports nothing: its connections then start when the sink accepted them.
+        starts = [c["t_start"] for c in sc_conns if "t_start" in c] or [
+            c["t_accept"] for c in conns if c.get("t_accept")
+        ]
         lasts = [c["t_last"] for c in conns if c["t_last"]]
         complete = (
             bool(sc_conns)

@@ -20,7 +20,7 @@ from typing import Any
 
 from satlab.agent.unixhttp import AgentError, request
 from satlab.scenario import HostSettings
-from satlab.testbed import topology
+from satlab.testbed import schemes, topology
 
 STATE_ROOT = Path(os.environ.get("SATLAB_STATE_DIR", "/run/satlab/testbeds"))
 AGENT_START_TIMEOUT_S = 10.0
@@ -63,7 +63,8 @@ def kill_agent_group(agent_pid: int) -> None:
 
 def sweep() -> list[str]:
     """Remove every testbed whose owner process is gone: its agents (by recorded PID), then its
-    namespaces. Namespaces with the project prefix and no state directory are leftovers too."""
+    namespaces and pinned BPF maps. Namespaces with the project prefix and no state directory
+    are leftovers too."""
     swept = []
     known = set()
     if STATE_ROOT.is_dir():
@@ -80,6 +81,7 @@ def sweep() -> list[str]:
                     os.kill(pid, signal.SIGKILL)
                 kill_agent_group(pid)
             topology.teardown(d.name)
+            schemes.remove_pins(d.name)
             shutil.rmtree(d, ignore_errors=True)
             swept.append(d.name)
     for name in topology.project_namespaces():
@@ -140,6 +142,7 @@ class Testbed:
         for p in self.agent_procs.values():
             kill_agent_group(p.pid)
         topology.teardown(self.id)
+        schemes.remove_pins(self.id)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _save_state(self) -> None:

@@ -1,0 +1,100 @@
+"""The project's end-host congestion controls (endhosts/bpf/) and what each needs on a host.
+
+A scenario names a congestion control per configuration (transport.congestion_control) or per
+flow; the kernel's own (cubic, reno, bbr, ...) need nothing, while a project one is loaded by
+endhosts/build/sl-scheme on every sending host for the run (satlab.testbed.schemes).
+
+The kernel keys congestion controls by name for the whole machine, so each testbed host gets its
+own instance, registered under `instance_name()`: the testbed id, the host, and the scheme's
+short code (15 characters at most, TCP_CA_NAME_MAX).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENDHOSTS_BUILD = REPO_ROOT / "endhosts" / "build"
+LOADER_BIN = ENDHOSTS_BUILD / "sl-scheme"
+
+# eten_stats indexes (endhosts/bpf/eten.bpf.c enum eten_stat), in order.
+ETEN_STATS = (
+    "notices_seen",
+    "accepted",
+    "malformed",
+    "rate_limited",
+    "no_mac",
+    "bad_mac",
+    "unknown_flow",
+    "out_of_window",
+    "duplicate",
+    "loss_corruption",
+    "loss_congestion",
+)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str  # what a scenario writes
+    short: str  # code in the per-host instance name (<= 7 characters)
+    object: str  # endhosts/build/<object>
+    placeholder: str  # the .name the object is compiled with
+    tc_ingress: bool = False  # parses notices on the host's interface (BETEN)
+    oracle: bool = False  # the emulator writes notices into the host's map
+    stats: tuple[str, ...] = ()
+    description: str = ""
+
+
+SCHEMES: dict[str, Scheme] = {
+    s.name: s
+    for s in (
+        Scheme(
+            "sl_newreno",
+            "nreno",
+            "newreno.bpf.o",
+            "sl_newreno",
+            description="reference NewReno/SACK; its loss response equals the kernel's reno",
+        ),
+        Scheme(
+            "sl_beten",
+            "beten",
+            "eten.bpf.o",
+            "sl_beten",
+            tc_ingress=True,
+            stats=ETEN_STATS,
+            description="BETEN (ETEN report section 2): the satellite edge's ICMP notices, "
+            "validated on the host; a notified loss is retransmitted without a window cut",
+        ),
+        Scheme(
+            "sl_oracle",
+            "oracle",
+            "eten.bpf.o",
+            "sl_beten",
+            oracle=True,
+            stats=ETEN_STATS,
+            description="Oracle ETEN (report section 2): the emulator tells the sender at once "
+            "and without loss; the upper bound of per-packet ETEN",
+        ),
+        Scheme(
+            "sl_westwood",
+            "wwood",
+            "westwood.bpf.o",
+            "sl_westwood",
+            description="TCP Westwood+: the bandwidth estimate sets ssthresh after a loss "
+            "(the ETEN report's comparison, sims 5/6)",
+        ),
+    )
+}
+
+
+def project_scheme(congestion_control: str) -> Scheme | None:
+    """The project scheme a name selects, or None for a kernel congestion control."""
+    return SCHEMES.get(congestion_control)
+
+
+def instance_name(testbed_id: str, role: str, scheme: Scheme) -> str:
+    """'1a2bs1beten': testbed 1a2b, host srv1, BETEN."""
+    name = f"{testbed_id}{role[0]}{role.lstrip('srvcli')}{scheme.short}"
+    assert len(name) <= 15, name
+    return name

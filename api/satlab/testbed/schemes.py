@@ -1,0 +1,151 @@
+"""Project congestion controls on a testbed's sending hosts, for the length of one run.
+
+Each (sending host, project scheme) pair gets an `sl-scheme` process started through the host's
+agent (kind `scheme`): it loads the scheme's eBPF object, registers a per-host instance of the
+congestion control, attaches the scheme's tc ingress program to the host's interface when the scheme
+has one, and pins the scheme's maps under PIN_ROOT/<testbed id>, where the emulator's Oracle ETEN
+writer finds eten_notices. Stopping the process (or its death) detaches everything: registration
+and attachment are BPF links owned by it (endhosts/loader/sl-scheme.c).
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from satlab.schemes import ENDHOSTS_BUILD, Scheme, instance_name, project_scheme
+
+if TYPE_CHECKING:
+    from satlab.testbed.testbed import Testbed
+
+BPFFS = Path("/sys/fs/bpf")
+PIN_ROOT = BPFFS / "satlab"
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+READY_TIMEOUT_S = 10.0
+
+
+class SchemeError(RuntimeError):
+    pass
+
+
+def ensure_bpffs() -> None:
+    """Mount the BPF filesystem at /sys/fs/bpf when the machine has not (systemd usually does)."""
+    mounts = Path("/proc/self/mounts").read_text().split("\n")
+    if not any(line.split(" ")[1:3] == [str(BPFFS), "bpf"] for line in mounts if line):
+        subprocess.run(["mount", "-t", "bpf", "bpf", str(BPFFS)], check=True, capture_output=True)
+    PIN_ROOT.mkdir(exist_ok=True)
+
+
+def pin_dir(testbed_id: str) -> Path:
+    return PIN_ROOT / testbed_id
+
+
+def remove_pins(testbed_id: str) -> None:
+    """What a killed loader left pinned (unlinking a pin frees the map once nothing uses it)."""
+    shutil.rmtree(pin_dir(testbed_id), ignore_errors=True)
+
+
+@dataclass
+class EtenOptions:
+    """Sender-side validation of BETEN notices (endhosts/bpf/eten.bpf.c)."""
+
+    hmac_key_hex: str | None = None
+    rate_limit_per_s: int = 1000
+    burst: int = 100
+
+    def config_hex(self) -> str:
+        """struct eten_config: rate_per_s, burst, key_len, pad, key[64]."""
+        key = bytes.fromhex(self.hmac_key_hex) if self.hmac_key_hex else b""
+        if len(key) > 64:
+            raise SchemeError("eten hmac key: at most 64 bytes")
+        return struct.pack("<IIII64s", self.rate_limit_per_s, self.burst, len(key), 0, key).hex()
+
+
+@dataclass
+class LoadedSchemes:
+    """Which congestion-control name each (host, scenario name) uses in this run."""
+
+    names: dict[tuple[str, str], str] = field(default_factory=dict)
+    procs: dict[str, tuple[str, Scheme]] = field(default_factory=dict)  # proc id -> (role, scheme)
+
+    def cc_for(self, role: str, congestion_control: str) -> str:
+        return self.names.get((role, congestion_control), congestion_control)
+
+    @property
+    def oracle(self) -> bool:
+        return any(s.oracle for _, s in self.procs.values())
+
+
+def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> LoadedSchemes:
+    """Loads every project scheme in `wanted` ({sending role: {congestion_control}})."""
+    loaded = LoadedSchemes()
+    ensure_bpffs()
+    pins = pin_dir(tb.id)
+    pins.mkdir(exist_ok=True)
+    for role, names in sorted(wanted.items()):
+        for cc in sorted(names):
+            scheme = project_scheme(cc)
+            if scheme is None:
+                continue
+            ca = instance_name(tb.id, role, scheme)
+            args = [
+                "--object",
+                str(ENDHOSTS_BUILD / scheme.object),
+                "--placeholder",
+                scheme.placeholder,
+                "--ca-name",
+                ca,
+                "--pin-dir",
+                str(pins),
+            ]
+            if scheme.tc_ingress:
+                args += ["--tc-ingress", "eth0"]
+            if scheme.object == "eten.bpf.o":
+                args += ["--set", f"eten_config={eten.config_hex()}"]
+            ident = f"scheme-{scheme.short}"
+            tb.agent(role, "POST", "/processes", {"id": ident, "kind": "scheme", "args": args})
+            loaded.procs[f"{role}/{ident}"] = (role, scheme)
+            loaded.names[(role, cc)] = ca
+    _wait_registered(tb, loaded)
+    return loaded
+
+
+def _wait_registered(tb: Testbed, loaded: LoadedSchemes) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    pending = dict(loaded.procs)
+    while pending:
+        available = set(AVAILABLE_CC.read_text().split())
+        for key, (role, scheme) in list(pending.items()):
+            ident = key.split("/", 1)[1]
+            if instance_name(tb.id, role, scheme) in available:
+                del pending[key]
+                continue
+            st = tb.agent(role, "GET", f"/processes/{ident}")
+            if st["state"] != "running":
+                raise SchemeError(
+                    f"{scheme.name} did not load on {role}: {st['stderr'].strip()[-800:]}"
+                )
+        if pending and time.monotonic() > deadline:
+            raise SchemeError(f"schemes not registered after {READY_TIMEOUT_S:.0f} s: {pending}")
+        if pending:
+            time.sleep(0.05)
+
+
+def stop(tb: Testbed, loaded: LoadedSchemes) -> dict[str, Any]:
+    """Unloads every scheme; returns {role: {scheme: {cc, stats}}} from each loader's last line."""
+    out: dict[str, Any] = {}
+    for key, (role, scheme) in loaded.procs.items():
+        ident = key.split("/", 1)[1]
+        st = tb.agent(role, "DELETE", f"/processes/{ident}")
+        raw = ((st.get("result") or {}).get("stats") or {}).get("eten_stats")
+        entry: dict[str, Any] = {"cc": instance_name(tb.id, role, scheme)}
+        if raw is not None and scheme.stats:
+            entry["stats"] = dict(zip(scheme.stats, raw, strict=False))
+        out.setdefault(role, {})[scheme.name] = entry
+    remove_pins(tb.id)
+    return out
