@@ -31,6 +31,7 @@ ETEN_STATS = (
     "duplicate",
     "loss_corruption",
     "loss_congestion",
+    "late_notice",
 )
 
 

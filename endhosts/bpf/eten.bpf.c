@@ -31,6 +31,12 @@
  *     the two agree unless a congestion loss and a notified loss share a window.
  *   - The dupacks that later arrive for an already notified segment do not cut the window
  *     either (eten.md [D]: "the intent implies they should not").
+ *   - A late notice still counts: the notice and the first dupacks/SACKs after a corrupted
+ *     segment travel the same return path and arrive within a millisecond of each other on a
+ *     paced link, so recovery may start before the notice is in. While that recovery lasts,
+ *     every ACK checks whether the segment that started it has been notified since; if so
+ *     the reduction is withdrawn (ssthresh back to the pre-loss cwnd, so PRR and the end of
+ *     recovery restore the window) and the loss is recounted as corruption (late_notice).
  *
  * Validation of a BETEN notice before it counts (report section 7, eten.md section 5):
  *   ICMP checksum; format version; rate bound (token bucket, before the expensive checks);
@@ -90,6 +96,7 @@ enum eten_stat {
 	STAT_DUPLICATE,
 	STAT_LOSS_CORRUPTION,		/* losses the congestion control treated as corruption */
 	STAT_LOSS_CONGESTION,		/* losses it treated as congestion (window cut) */
+	STAT_LATE_NOTICE,		/* of the corruption losses: notice came after recovery began */
 	STAT_MAX,
 };
 
@@ -298,20 +305,22 @@ malformed:
 /* ---- the congestion control ---- */
 
 struct beten_ca {
-	__u32 saved_ssthresh;	/* ssthresh before a notified loss, restored after recovery */
-	__u32 notified;		/* the current recovery episode is a corruption loss */
+	__u32 saved_ssthresh;	/* ssthresh before the loss, restored after a corruption loss */
+	__u32 prior_cwnd;	/* cwnd when the current recovery began */
+	__u32 loss_seq;		/* the segment that started it */
+	__u8 notified;		/* the current recovery episode is a corruption loss */
+	__u8 pending;		/* ... is a congestion loss so far: a late notice may still come */
 };
 
-/* Was the segment at snd_una notified? Consumes the notice. */
-static __always_inline int loss_was_notified(struct sock *sk)
+/* Was the segment at seq notified? Consumes the notice. */
+static __always_inline int notified(struct sock *sk, __u32 seq)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
 	struct eten_key key = {
 		.saddr = sk->__sk_common.skc_rcv_saddr,
 		.daddr = sk->__sk_common.skc_daddr,
 		.sport = bpf_htons(sk->__sk_common.skc_num),
 		.dport = sk->__sk_common.skc_dport,
-		.seq = bpf_htonl(tp->snd_una),
+		.seq = bpf_htonl(seq),
 	};
 
 	if (!bpf_map_lookup_elem(&eten_notices, &key))
@@ -326,7 +335,10 @@ void BPF_PROG(beten_init, struct sock *sk)
 	struct beten_ca *ca = inet_csk_ca(sk);
 
 	ca->saved_ssthresh = 0;
+	ca->prior_cwnd = 0;
+	ca->loss_seq = 0;
 	ca->notified = 0;
+	ca->pending = 0;
 }
 
 SEC("struct_ops/beten_ssthresh")
@@ -335,16 +347,46 @@ __u32 BPF_PROG(beten_ssthresh, struct sock *sk)
 	struct beten_ca *ca = inet_csk_ca(sk);
 	const struct tcp_sock *tp = tcp_sk(sk);
 
-	if (loss_was_notified(sk)) {
+	if (!ca->notified && !ca->pending)
+		ca->saved_ssthresh = tp->snd_ssthresh;
+	ca->prior_cwnd = tp->snd_cwnd;
+	ca->loss_seq = tp->snd_una;
+	if (notified(sk, tp->snd_una)) {
 		count(STAT_LOSS_CORRUPTION);
-		if (!ca->notified)
-			ca->saved_ssthresh = tp->snd_ssthresh;
 		ca->notified = 1;
+		ca->pending = 0;
 		return sl_max(tp->snd_cwnd, 2U);
 	}
 	count(STAT_LOSS_CONGESTION);
 	ca->notified = 0;
+	ca->pending = 1;
 	return sl_max(tp->snd_cwnd >> 1U, 2U);	/* tcp_reno_ssthresh() */
+}
+
+SEC("struct_ops/beten_in_ack_event")
+void BPF_PROG(beten_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct beten_ca *ca = inet_csk_ca(sk);
+	__u8 state = inet_csk(sk)->icsk_ca_state;
+
+	if (!ca->pending)
+		return;
+	if (state != TCP_CA_Recovery && state != TCP_CA_Loss) {
+		ca->pending = 0;	/* recovery is over: the reduction stands */
+		return;
+	}
+	if (!notified(sk, ca->loss_seq))
+		return;
+	tcp_sk(sk)->snd_ssthresh = sl_max(ca->prior_cwnd, 2U);
+	ca->pending = 0;
+	ca->notified = 1;
+	count(STAT_LOSS_CORRUPTION);
+	count(STAT_LATE_NOTICE);
+	__u32 k = STAT_LOSS_CONGESTION;
+	__u64 *v = bpf_map_lookup_elem(&eten_stats, &k);
+
+	if (v)
+		__sync_fetch_and_sub(v, 1);
 }
 
 static __always_inline void restore_ssthresh(struct sock *sk)
@@ -355,6 +397,7 @@ static __always_inline void restore_ssthresh(struct sock *sk)
 		tcp_sk(sk)->snd_ssthresh = ca->saved_ssthresh;
 		ca->notified = 0;
 	}
+	ca->pending = 0;
 }
 
 SEC("struct_ops/beten_cwnd_event")
@@ -396,6 +439,7 @@ __u32 BPF_PROG(beten_undo_cwnd, struct sock *sk)
 
 	/* The kernel found the reduction spurious and restores ssthresh itself. */
 	((struct beten_ca *)inet_csk_ca(sk))->notified = 0;
+	((struct beten_ca *)inet_csk_ca(sk))->pending = 0;
 	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 
@@ -410,6 +454,7 @@ struct tcp_congestion_ops beten_ops = {
 	.ssthresh	= (void *)beten_ssthresh,
 	.cong_avoid	= (void *)beten_cong_avoid,
 	.cwnd_event	= (void *)beten_cwnd_event,
+	.in_ack_event	= (void *)beten_in_ack_event,
 	.set_state	= (void *)beten_set_state,
 	.undo_cwnd	= (void *)beten_undo_cwnd,
 	.name		= "sl_beten",

@@ -21,7 +21,7 @@
  *     congestion control as a struct_ops link (map flag BPF_F_LINK, Linux 6.4+) and the tc
  *     program as a tcx ingress link (Linux 6.6+). Links end with the process, so nothing
  *     stays registered or attached even if it is killed with SIGKILL.
- *  4. Prints {"ready": ...} and waits for SIGTERM/SIGINT; then prints the counters of every
+ *  4. Prints {"ready": {... "links": {"struct_ops": ID, "tcx": ID}}} and waits for SIGTERM/SIGINT; then prints the counters of every
  *     map whose name ends in _stats as its last line ({"stats": {...}}), detaches, unpins and
  *     removes the pin directory.
  *
@@ -181,6 +181,18 @@ static int link_create(int fd, int target, int attach_type)
 	return syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 
+/* The kernel's id of a link (bpftool link show id N), or 0. */
+static unsigned int link_id(int fd)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.id;
+}
+
 static void print_stats(struct bpf_object *obj)
 {
 	struct bpf_map *map;
@@ -299,10 +311,10 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("{\"ready\": {\"ca\": \"%s\", \"registered\": %s, \"tc_ingress\": %s%s%s, "
-	       "\"pin_dir\": \"%s\"}}\n",
-	       ca_name, ca_link >= 0 ? "true" : "false", tc_dev ? "\"" : "", tc_dev ? tc_dev : "null",
-	       tc_dev ? "\"" : "", pin_dir);
+	printf("{\"ready\": {\"ca\": \"%s\", \"tc_ingress\": %s%s%s, \"pin_dir\": \"%s\", "
+	       "\"links\": {\"struct_ops\": %u, \"tcx\": %u}}}\n",
+	       ca_name, tc_dev ? "\"" : "", tc_dev ? tc_dev : "null", tc_dev ? "\"" : "", pin_dir,
+	       link_id(ca_link), link_id(tc_link));
 	fflush(stdout);
 
 	while (!stop)
