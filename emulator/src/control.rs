@@ -541,7 +541,7 @@ pub fn metrics_text(
         &per(&|s| s.queue_bytes as f64),
     );
     let dirs = ["forward", "return"];
-    let port_counters: [CounterDef<PortStats>; 9] = [
+    let port_counters: [CounterDef<PortStats>; 11] = [
         (
             "rx_frames_total",
             "Frames read from the input port (super-packets count once).",
@@ -583,6 +583,16 @@ pub fn metrics_text(
         ("tx_errors_total", "Frames the output port refused.", |p| {
             p.tx_errors.load(Ordering::Relaxed)
         }),
+        (
+            "oracle_notices_total",
+            "Oracle ETEN notices written to the sender host's map (corrupted or erased TCP data).",
+            |p| p.oracle_notices.load(Ordering::Relaxed),
+        ),
+        (
+            "oracle_errors_total",
+            "Oracle ETEN notices the map refused.",
+            |p| p.oracle_errors.load(Ordering::Relaxed),
+        ),
     ];
     for (name, help, f) in port_counters {
         let vals: Vec<(&str, f64)> = dirs

@@ -13,7 +13,11 @@
 //! kernel receive times, so reading them later changes no outcome).
 //!
 //! Frame buffers are recycled through a per-thread pool: no allocation per packet in steady state.
+//!
+//! With `oracle_eten` configured, every outcome that is a corrupted or erased TCP data segment is
+//! written to the sender host's notice map as it comes out of the model (`oracle`).
 
+use crate::oracle::{self, Oracle};
 use crate::telemetry::{self, Event, EventKind, Msg};
 use linkmodel::config::EventLevel;
 use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
@@ -88,6 +92,10 @@ pub struct PortStats {
     pub tx_frames: AtomicU64,
     /// Frames refused by the output port.
     pub tx_errors: AtomicU64,
+    /// Oracle ETEN notices written to the sender host's map.
+    pub oracle_notices: AtomicU64,
+    /// Oracle ETEN notices the map refused (bpf(2) error).
+    pub oracle_errors: AtomicU64,
 }
 
 /// Everything a direction thread needs.
@@ -103,6 +111,8 @@ pub struct DirThread {
     stats: Arc<PortStats>,
     tele: telemetry::Sender,
     events: EventLevel,
+    oracle: Option<Oracle>,
+    oracle_error_logged: bool,
     period_ns: u64,
     spin_ns: Option<u64>,
     rt_priority: Option<i32>,
@@ -129,6 +139,8 @@ pub struct DirSettings {
     pub rt_priority: Option<i32>,
     /// While input flows, read it every this many ns instead of waking for every frame.
     pub rx_coalesce_ns: u64,
+    /// Oracle ETEN notice map of this direction (`oracle_eten`), opened.
+    pub oracle: Option<Oracle>,
 }
 
 impl DirThread {
@@ -161,6 +173,8 @@ impl DirThread {
             stats: stats.clone(),
             tele,
             events: settings.events,
+            oracle: settings.oracle,
+            oracle_error_logged: false,
             period_ns: settings.period_ns.max(1_000_000),
             spin_ns: settings.spin_ns,
             rt_priority: settings.rt_priority,
@@ -264,6 +278,15 @@ impl DirThread {
         let want_events = !matches!(self.events, EventLevel::None) && self.tele.has_clients();
         let all = matches!(self.events, EventLevel::All);
         for o in self.outcomes.drain(..) {
+            if let Some(oracle) = &self.oracle {
+                notify(
+                    oracle,
+                    &o,
+                    &self.stats,
+                    self.dir,
+                    &mut self.oracle_error_logged,
+                );
+            }
             match o {
                 Outcome::Deliver { frame, corrupted } => {
                     if want_events && (all || corrupted.is_some()) {
@@ -446,6 +469,28 @@ impl DirThread {
             }
             self.waiter.arm(self.clock.mono_ns_of(wake_at));
             self.waiter.wait(-1);
+        }
+    }
+}
+
+/// Writes the Oracle ETEN notice an outcome calls for, if any, and counts it.
+fn notify(oracle: &Oracle, o: &Outcome, stats: &PortStats, dir: Dir, error_logged: &mut bool) {
+    let Some((key, code)) = oracle::notice_of(o) else {
+        return;
+    };
+    match oracle.notify(&key, code) {
+        Ok(()) => {
+            stats.oracle_notices.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            stats.oracle_errors.fetch_add(1, Ordering::Relaxed);
+            if !*error_logged {
+                *error_logged = true;
+                crate::log(&format!(
+                    "{}: oracle ETEN notice not written: {e} (further failures are counted in oracle_errors_total)",
+                    dir.as_str()
+                ));
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod control;
 mod dataplane;
+mod oracle;
 mod telemetry;
 
 use linkmodel::config::PortKind;
@@ -131,6 +132,20 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
     let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
     let fwd = Direction::new(&cfg, Dir::Forward).map_err(|e| e.to_string())?;
     let ret = Direction::new(&cfg, Dir::Return).map_err(|e| e.to_string())?;
+    let open_oracle = |dir: Dir| -> Result<Option<oracle::Oracle>, String> {
+        let Some(o) = &cfg.direction(dir).oracle_eten else {
+            return Ok(None);
+        };
+        let oracle = oracle::Oracle::open(&o.map_pin)
+            .map_err(|e| format!("{}.oracle_eten.map_pin: {e}", dir.as_str()))?;
+        log(&format!(
+            "{}: oracle ETEN notices go to {}",
+            dir.as_str(),
+            o.map_pin.display()
+        ));
+        Ok(Some(oracle))
+    };
+    let (fwd_oracle, ret_oracle) = (open_oracle(Dir::Forward)?, open_oracle(Dir::Return)?);
 
     let listener = std::net::TcpListener::bind(&cfg.control.listen).map_err(|e| {
         format!(
@@ -163,12 +178,13 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
         .and_then(|s| s.parse::<u64>().ok())
         .map(|us| us * 1000);
     let rx_coalesce_ns = env_us("SATLAB_EMU_RX_COALESCE_US", 100);
-    let settings = || dataplane::DirSettings {
+    let settings = |oracle| dataplane::DirSettings {
         events: cfg.telemetry.events,
         period_ns: cfg.telemetry.period_ms * 1_000_000,
         spin_ns,
         rt_priority: realtime,
         rx_coalesce_ns,
+        oracle,
     };
     let (ft, fh, fstats) = dataplane::DirThread::new(
         Dir::Forward,
@@ -178,7 +194,7 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
         clock,
         shutdown.clone(),
         tele_tx.clone(),
-        settings(),
+        settings(fwd_oracle),
     )
     .map_err(|e| e.to_string())?;
     let (rt, rh, rstats) = dataplane::DirThread::new(
@@ -189,7 +205,7 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
         clock,
         shutdown.clone(),
         tele_tx.clone(),
-        settings(),
+        settings(ret_oracle),
     )
     .map_err(|e| e.to_string())?;
 

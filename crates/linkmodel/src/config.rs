@@ -303,6 +303,9 @@ pub struct DirectionConfig {
     pub queue: QueueConfig,
     pub bit_errors: BitErrorConfig,
     pub reorder: ReorderConfig,
+    /// Oracle ETEN: notify the TCP sender of every data segment this direction corrupts or erases
+    /// through a pinned BPF map (off when absent).
+    pub oracle_eten: Option<OracleEtenConfig>,
 }
 
 impl Default for DirectionConfig {
@@ -327,8 +330,20 @@ impl Default for DirectionConfig {
             queue: QueueConfig::default(),
             bit_errors: BitErrorConfig::default(),
             reorder: ReorderConfig::default(),
+            oracle_eten: None,
         }
     }
+}
+
+/// Oracle ETEN (eten.md §1, the report's upper bound): for every IPv4 TCP segment with payload
+/// that this direction corrupts or erases, the emulator writes a notice into the sender host's
+/// BPF map at once, without delay or loss (docs/emulator-contract.md "Oracle ETEN").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OracleEtenConfig {
+    /// Absolute path of the pinned map in a bpffs mount (an LRU hash, 16-byte key and value).
+    /// Not joined to the configuration's directory: a pin path is absolute by nature.
+    pub map_pin: PathBuf,
 }
 
 /// OpenSAND FileDelay: lines `<uint tick> <ms>`, tick = `refresh_period_ms`.
@@ -932,6 +947,18 @@ impl DirectionConfig {
                 format!("{bp}.pattern_file"),
                 "only used when bit_errors.model is pattern",
             ));
+        }
+        if let Some(o) = &self.oracle_eten {
+            let path = &o.map_pin;
+            if !path.is_absolute() || path.file_name().is_none() {
+                return Err(ConfigError::field(
+                    format!("{p}.oracle_eten.map_pin"),
+                    format!(
+                        "{} is not an absolute path of a pinned map (such as /sys/fs/bpf/eten_oracle)",
+                        path.display()
+                    ),
+                ));
+            }
         }
         let r = &self.reorder;
         check_f64(

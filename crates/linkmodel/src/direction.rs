@@ -11,7 +11,8 @@
 //! Channel: when a frame ends, it is judged once against the Es/N0 at the time it reaches the
 //! receiver (frame end + propagation delay): erased with probability PER(MODCOD, Es/N0). Every
 //! packet whose last piece is in an erased frame, or one of whose fragments was in an erased
-//! frame, is lost (FrameErasure). Packets that survive go through the bit-error stage.
+//! frame, is lost (FrameErasure). Packets that survive go through the bit-error stage (with
+//! `oracle_eten` configured, a hit carries the TCP segment key read before the flips).
 //!
 //! Delay line: a packet leaves at the end of the last frame carrying it + the one-way delay at
 //! that time (+ reordering offset if configured). Lost packets (erasure, corruption drop) come
@@ -30,8 +31,9 @@ use crate::per::{self, PerCurve};
 use crate::queue::Queue;
 use crate::reorder::Reorder;
 use crate::rng::{Rng, Stream};
+use crate::segment;
 use crate::types::{
-    ControlCommand, Counters, Dir, DirectionStatus, LossCause, ModcodStatus, Outcome,
+    ControlCommand, Counters, Dir, DirectionStatus, Hit, LossCause, ModcodStatus, Outcome,
 };
 
 /// Frames with fewer data bytes than this are not used (no room for GSE headers and data).
@@ -225,6 +227,8 @@ pub struct Direction {
     erasure_rng: Rng,
     bit_errors: BitErrors,
     action: CorruptionAction,
+    /// Read each packet's TCP segment key before the bit-error stage (Oracle ETEN on).
+    keep_segment_keys: bool,
     reorder: Option<Reorder>,
     line: DelayLine,
     /// Queue drops waiting for the next poll.
@@ -267,6 +271,7 @@ impl Direction {
             erasure_rng: Rng::derive(cfg.seed, dir, Stream::Erasure),
             bit_errors,
             action: d.bit_errors.action,
+            keep_segment_keys: d.oracle_eten.is_some(),
             reorder: Reorder::new(&d.reorder, Rng::derive(cfg.seed, dir, Stream::Reorder)),
             line: DelayLine::new(),
             ready: Vec::new(),
@@ -560,6 +565,12 @@ impl Direction {
             }
             let hit = if self.bit_errors.is_off() {
                 None
+            } else if self.keep_segment_keys {
+                // The oracle names the segment as it was sent, whatever bits the channel flips.
+                let key = segment::tcp_data_key(&pkt);
+                self.bit_errors
+                    .apply(&mut pkt)
+                    .map(|h| Hit { segment: key, ..h })
             } else {
                 self.bit_errors.apply(&mut pkt)
             };

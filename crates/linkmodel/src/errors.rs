@@ -337,6 +337,7 @@ impl BitErrors {
         Some(Hit {
             where_: region,
             bits_flipped: self.scratch.len() as u32,
+            segment: None,
         })
     }
 
@@ -513,7 +514,8 @@ mod tests {
             h,
             Hit {
                 where_: HitRegion::IpHeader,
-                bits_flipped: 1
+                bits_flipped: 1,
+                segment: None,
             }
         );
         assert_eq!(f[14], 0x45 ^ 0x10);
@@ -524,7 +526,8 @@ mod tests {
             h,
             Hit {
                 where_: HitRegion::TransportHeader,
-                bits_flipped: 2
+                bits_flipped: 2,
+                segment: None,
             }
         );
         assert_eq!(be.apply(&mut f), None); // index 3: offset beyond the packet

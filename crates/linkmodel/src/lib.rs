@@ -27,6 +27,7 @@ pub mod per;
 pub mod queue;
 pub mod reorder;
 pub mod rng;
+pub mod segment;
 pub mod textfile;
 
 mod types;
@@ -35,6 +36,7 @@ pub use config::{
     ConfigError, ControlConfig, DirectionConfig, EmulatorConfig, PortConfig, TelemetryConfig,
 };
 pub use direction::Direction;
+pub use segment::SegmentKey;
 pub use types::{
     ControlCommand, Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus,
     Outcome,

@@ -1,5 +1,6 @@
 //! The types the I/O side exchanges with a [`crate::Direction`] (see docs/emulator-contract.md).
 
+use crate::segment::SegmentKey;
 use serde::{Deserialize, Serialize};
 
 /// Which way a [`crate::Direction`] carries packets. Forward = gateway -> terminal (gw port to st port).
@@ -44,6 +45,11 @@ pub struct Hit {
     #[serde(rename = "where")]
     pub where_: HitRegion,
     pub bits_flipped: u32,
+    /// The TCP data segment the packet was, read before any bit was flipped (Oracle ETEN key);
+    /// only filled when the direction has `oracle_eten` configured and the packet is an IPv4 TCP
+    /// segment with payload. Not part of any JSON.
+    #[serde(skip)]
+    pub segment: Option<SegmentKey>,
 }
 
 /// Why a packet did not come out of the link.

@@ -71,6 +71,9 @@ fn field_errors_name_path_value_and_limit() {
         .starts_with("forward.uplink.sky_noise.enabled"));
     assert!(err("forward: {bit_errors: {model: pattern}}")
         .starts_with("forward.bit_errors.pattern_file: required"));
+    assert!(err("return: {oracle_eten: {map_pin: eten_oracle}}")
+        .starts_with("return.oracle_eten.map_pin: eten_oracle is not an absolute path"));
+    assert!(err("forward: {oracle_eten: {}}").contains("missing field `map_pin`"));
 }
 
 #[test]

@@ -463,6 +463,70 @@ fn fixed_rate_return_link() {
     assert_eq!(out.len(), 10);
 }
 
+/// Ethernet + IPv4 10.0.0.1 -> 10.0.0.2 + TCP 40000 -> 5201 with sequence number `seq` and
+/// `payload` bytes.
+fn tcp(seq: u32, payload: usize) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 40 + payload];
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+    f[14 + 9] = 6;
+    f[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    f[34..38].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51]);
+    f[38..42].copy_from_slice(&seq.to_be_bytes());
+    f[46] = 0x50;
+    f
+}
+
+#[test]
+fn oracle_keys_are_read_before_the_bits_are_flipped() {
+    // BER 1e-3 on 1054-byte packets: nearly every packet is hit, many in their headers.
+    let base =
+        "kind: fixed, rate_bps: 1.0e8, delay_ms: 1, bit_errors: {model: uniform, ber: 1.0e-3}";
+    for oracle in [false, true] {
+        let extra = if oracle {
+            ", oracle_eten: {map_pin: /sys/fs/bpf/x}"
+        } else {
+            ""
+        };
+        let mut d =
+            Direction::new(&cfg(&format!("forward: {{{base}{extra}}}")), Dir::Forward).unwrap();
+        let mut out = Vec::new();
+        for i in 0..200u32 {
+            d.enqueue(0, tcp(i * 1000, 1000));
+        }
+        d.poll(100 * MS, &mut out);
+        assert_eq!(out.len(), 200);
+        let mut header_hits = 0;
+        for (i, o) in out.iter().enumerate() {
+            let Outcome::Deliver {
+                frame,
+                corrupted: Some(h),
+            } = o
+            else {
+                continue;
+            };
+            if !oracle {
+                assert_eq!(h.segment, None);
+                continue;
+            }
+            let k = h.segment.expect("a TCP data segment has a key");
+            assert_eq!(k.seq(), i as u32 * 1000);
+            assert_eq!(
+                &k.0[..12],
+                &[10, 0, 0, 1, 10, 0, 0, 2, 0x9c, 0x40, 0x14, 0x51]
+            );
+            if frame[26..42] != k.0 {
+                header_hits += 1; // the frame as delivered no longer names the segment
+            }
+        }
+        assert!(
+            !oracle || header_hits > 0,
+            "no header hit to tell the cases apart"
+        );
+    }
+}
+
 #[test]
 fn bounded_memory_under_saturation() {
     let c = cfg("forward: {acm: {mode: ccm, modcod: 28}}");
