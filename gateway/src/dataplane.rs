@@ -85,9 +85,13 @@ fn read_frames(
     Ok(())
 }
 
-fn learn_macs(sh: &Shared, frame: &[u8], egress: bool) {
+/// Learns the (local, remote) MAC pair notices are sent with from a unicast IPv4 frame; returns
+/// whether the frame was one. Each thread learns from every frame until it has a pair, then from
+/// every 64th (a pair that changes, e.g. a re-cabled edge, is still picked up): before the first
+/// pair, notices would go out broadcast and the next router would not forward them.
+fn learn_macs(sh: &Shared, frame: &[u8], egress: bool) -> bool {
     if frame.len() < 14 || frame[0] & 1 != 0 || process::ipv4_at(frame).is_none() {
-        return;
+        return false;
     }
     let mut dst = [0u8; 6];
     let mut src = [0u8; 6];
@@ -98,6 +102,7 @@ fn learn_macs(sh: &Shared, frame: &[u8], egress: bool) {
     if *m != Some(pair) {
         *m = Some(pair);
     }
+    true
 }
 
 /// The egress thread.
@@ -133,6 +138,7 @@ pub fn egress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
     let mut next_tx_ns: u64 = 0;
     let mut busy = false;
     let mut learn_tick: u32 = 0;
+    let mut learned = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if let Err(e) = read_frames(&mut rx, &mut pool, &mut inbox, &sh) {
             eprintln!("satlab-gateway: egress: read: {e}");
@@ -151,8 +157,8 @@ pub fn egress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
             sh.c.egress_rx_bytes
                 .fetch_add(f.len() as u64, Ordering::Relaxed);
             learn_tick = learn_tick.wrapping_add(1);
-            if learn_tick % 64 == 1 {
-                learn_macs(&sh, &f, true);
+            if !learned || learn_tick % 64 == 1 {
+                learned |= learn_macs(&sh, &f, true);
             }
             let mut is_ern = false;
             if let Some(loc) = process::locate_tcp(&f) {
@@ -322,6 +328,7 @@ pub fn ingress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut inbox: Vec<Vec<u8>> = Vec::new();
     let mut learn_tick: u32 = 0;
+    let mut learned = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if let Err(e) = read_frames(&mut rx, &mut pool, &mut inbox, &sh) {
             eprintln!("satlab-gateway: ingress: read: {e}");
@@ -334,8 +341,8 @@ pub fn ingress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
         for f in inbox.iter_mut() {
             sh.c.ingress_rx_frames.fetch_add(1, Ordering::Relaxed);
             learn_tick = learn_tick.wrapping_add(1);
-            if learn_tick % 64 == 1 {
-                learn_macs(&sh, f, false);
+            if !learned || learn_tick % 64 == 1 {
+                learned |= learn_macs(&sh, f, false);
             }
             if !cfg.ceten.enabled {
                 continue;
