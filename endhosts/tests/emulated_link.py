@@ -77,12 +77,14 @@ def emulated_path(prefix: str, rate_bps: float, one_way_delay_ms: float) -> Iter
             }
             config_file = Path(tmp) / "link.yaml"
             config_file.write_text(json.dumps(config))  # JSON is YAML
-            emulator = subprocess.Popen(
-                ["ip", "netns", "exec", path.emulator, str(EMULATOR), "--config",
-                 str(config_file)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            )  # fmt: skip
-            _wait_for_path(path, emulator)
+            log = Path(tmp) / "emulator.log"
+            with log.open("wb") as log_file:  # a file, not a pipe nobody reads
+                emulator = subprocess.Popen(
+                    ["ip", "netns", "exec", path.emulator, str(EMULATOR), "--config",
+                     str(config_file)],
+                    stdout=subprocess.DEVNULL, stderr=log_file,
+                )  # fmt: skip
+            _wait_for_path(path, emulator, log)
             yield path
         finally:
             if emulator is not None:
@@ -96,13 +98,14 @@ def emulated_path(prefix: str, rate_bps: float, one_way_delay_ms: float) -> Iter
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-def _wait_for_path(path: LinkedHosts, emulator: subprocess.Popen[bytes]) -> None:
+def _wait_for_path(path: LinkedHosts, emulator: subprocess.Popen[bytes], log: Path) -> None:
     """Until a ping crosses the link (the emulator has opened its ports)."""
     deadline = time.monotonic() + 15
     while True:
         if emulator.poll() is not None:
-            err = emulator.stderr.read().decode() if emulator.stderr else ""
-            raise AssertionError(f"satlab-emulator exited {emulator.returncode}:\n{err}")
+            raise AssertionError(
+                f"satlab-emulator exited {emulator.returncode}:\n{log.read_text()}"
+            )
         ping = subprocess.run(
             ["ip", "netns", "exec", path.sender, "ping", "-c1", "-W1", RECEIVER_IP],
             capture_output=True, check=False,
