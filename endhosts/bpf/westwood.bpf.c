@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * sl_westwood: TCP Westwood+, the end-to-end bandwidth-estimation scheme the ETEN report
- * compares BETEN with (Krishnan, Sterbenz et al., sims 5/6, Figs 9/10; see
- * shared/reference/eten.md).
+ * compares BETEN with (BBN TR 8333, Krishnan, Allman, Partridge, Sterbenz, 2002: sims 5/6,
+ * Figs 9/10; digest in shared/reference/eten.md).
  *
  *   S. Mascolo, C. Casetti, M. Gerla, M. Y. Sanadidi, R. Wang, "TCP Westwood: Bandwidth
  *   estimation for enhanced transport over wireless links", ACM MobiCom 2001;
