@@ -6,8 +6,9 @@ namespace, and across the project's emulator (a 20 Mbit/s link with 20 ms each w
 two namespaces, where the bandwidth-delay product is large enough for the estimate to
 matter. The kernel's own tcp_westwood cannot be the reference here: this kernel is built
 without it and without module support (CONFIG_TCP_CONG_WESTWOOD and CONFIG_MODULES unset),
-so the loss response is checked against its formula, computed from what the sender's
-tcp_info measured, and against sl_newreno on the same loss pattern.
+so the loss response (after fast recovery, and after a retransmission timeout) is
+checked against its formula, computed from what the sender's tcp_info measured, and
+against sl_newreno on the same loss pattern.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import os
 import platform
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from ca_harness import (
     drop_segments,
     dropped_segments,
     registered,
+    run,
     struct_ops_ids,
     struct_ops_maps,
     transfer,
@@ -123,11 +126,11 @@ def kernel_hz() -> int:
     raise AssertionError("CONFIG_HZ: no kernel configuration at /proc/config.gz or /boot")
 
 
-def last_recovery(samples: list[dict[str, Any]]) -> tuple[dict, list[dict], dict]:
-    """The samples just before, during and just after the last fast recovery."""
-    during = [i for i, s in enumerate(samples) if s["ca_state"] == TCP_CA_RECOVERY]
-    assert during, "no fast recovery was sampled"
-    assert all(s["ca_state"] != TCP_CA_LOSS for s in samples), "a timeout, not fast recovery"
+def last_episode(samples: list[dict[str, Any]], state: int) -> tuple[dict, list[dict], dict]:
+    """The samples just before, during and just after the last episode in ca_state `state`
+    (TCP_CA_RECOVERY: fast recovery; TCP_CA_LOSS: after a retransmission timeout)."""
+    during = [i for i, s in enumerate(samples) if s["ca_state"] == state]
+    assert during, f"no episode in ca_state {state} was sampled"
     last = [during[-1]]
     while last[0] - 1 in during:
         last.insert(0, last[0] - 1)
@@ -145,7 +148,9 @@ def acked_at(samples: list[dict[str, Any]], t: float) -> float:
     raise AssertionError(f"no samples around t={t:.3f} s")
 
 
-def westwood_expected(samples: list[dict[str, Any]], after: dict[str, Any]) -> dict[str, float]:
+def westwood_expected(
+    samples: list[dict[str, Any]], at: dict[str, Any], end: float
+) -> dict[str, float]:
     """ssthresh = max(bw_est * rtt_min / mss, 2) from the sender's own measurements.
 
     rtt_min: tcpi_min_rtt, rounded up to jiffies as Westwood+ does. bw_est: Westwood+
@@ -153,31 +158,60 @@ def westwood_expected(samples: list[dict[str, Any]], after: dict[str, Any]) -> d
     after it, so one jiffy more) and filters twice with gain 1/8; each stage delays the
     sample stream by 7 windows on average, so the estimate follows the mean delivery rate
     over the last 2 x 14 windows, which is what is measured here (tcpi_bytes_acked, up to
-    the sample where recovery ended and the estimate was applied).
+    `end`, the last ACK the estimate saw). `at` is the sample that gives RTTs and MSS.
     """
     hz = kernel_hz()
-    rtt_min_j = math.ceil(after["min_rtt"] * hz / 1e6)
-    window_j = max(math.ceil(after["rtt"] * hz / 1e6), hz // 20) + 1
+    rtt_min_j = math.ceil(at["min_rtt"] * hz / 1e6)
+    window_j = max(math.ceil(at["rtt"] * hz / 1e6), hz // 20) + 1
     span = 28 * window_j / hz
-    end = after["t"]
     rate = (acked_at(samples, end) - acked_at(samples, end - span)) / span  # bytes/s
     return {
         "rate_mbps": rate * 8 / 1e6,
         "rtt_min_jiffies": rtt_min_j,
         "span_s": span,
-        "ssthresh": max(rate / hz * rtt_min_j / after["snd_mss"], 2),
+        "ssthresh": max(rate / hz * rtt_min_j / at["snd_mss"], 2),
     }
 
 
-def run_on_link(built: Path, link: LinkedHosts, cc: str) -> dict[str, Any]:
+def run_on_link(
+    built: Path,
+    link: LinkedHosts,
+    cc: str,
+    size: int = SIZE,
+    blackout: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """One transfer with the LOSSES pattern, and optionally a blackout (start s, length s
+    after the transfer is launched) in which every data segment is dropped."""
     with registered(built / f"{cc.removeprefix('sl_')}.bpf.o", cc):
         drop_segments(link.receiver, PORT, LOSSES)
-        result = transfer_across(link, SIZE, PORT, cc, sample_ms=SAMPLE_MS)
-        assert dropped_segments(link.receiver) == len(LOSSES)
+        timer = None
+        if blackout:
+            timer = threading.Timer(blackout[0], drop_all_for, (link.receiver, blackout[1]))
+            timer.start()
+        try:
+            result = transfer_across(link, size, PORT, cc, sample_ms=SAMPLE_MS)
+        finally:
+            if timer:  # a transfer that failed early does not wait for its outage
+                timer.cancel()
+                timer.join()
+        if not blackout:
+            assert dropped_segments(link.receiver) == len(LOSSES)
     assert result["congestion_control"] == cc
-    assert result["received"] == SIZE
+    assert result["received"] == size
     assert result["intact"]
     return result
+
+
+def drop_all_for(netns: str, seconds: float) -> None:
+    """Drops every data segment to PORT on arrival for `seconds` (a link outage)."""
+    rules = (
+        "table inet satlab_blackout {\n  chain in {\n"
+        "    type filter hook input priority -10; policy accept;\n"
+        f"    tcp dport {PORT} meta length > 100 drop\n  }}\n}}\n"
+    )
+    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+    time.sleep(seconds)
+    run("ip", "netns", "exec", netns, "nft", "delete", "table", "inet", "satlab_blackout")
 
 
 def test_ssthresh_after_loss_is_the_bandwidth_estimate(built: Path) -> None:
@@ -187,9 +221,9 @@ def test_ssthresh_after_loss_is_the_bandwidth_estimate(built: Path) -> None:
 
     # sl_westwood: recovery starts with Reno's halving (the kernel module's .ssthresh is
     # tcp_reno_ssthresh); when it ends, ssthresh and cwnd become the estimate.
-    before, during, after = last_recovery(ww["samples"])
+    before, during, after = last_episode(ww["samples"], TCP_CA_RECOVERY)
     halving = max(before["snd_cwnd"] // 2, 2)
-    expected = westwood_expected(ww["samples"], after)
+    expected = westwood_expected(ww["samples"], after, after["t"])
     e = expected["ssthresh"]
     print(
         f"\nsl_westwood: cwnd {before['snd_cwnd']} before the loss, ssthresh "
@@ -205,7 +239,7 @@ def test_ssthresh_after_loss_is_the_bandwidth_estimate(built: Path) -> None:
     assert ww["tcp_info"]["snd_ssthresh"] == after["snd_ssthresh"]  # no loss after it
 
     # sl_newreno on the same path and the same losses: the halving stays.
-    nr_before, nr_during, nr_after = last_recovery(nr["samples"])
+    nr_before, nr_during, nr_after = last_episode(nr["samples"], TCP_CA_RECOVERY)
     nr_halving = max(nr_before["snd_cwnd"] // 2, 2)
     print(
         f"sl_newreno: cwnd {nr_before['snd_cwnd']} before the loss, ssthresh "
@@ -215,3 +249,52 @@ def test_ssthresh_after_loss_is_the_bandwidth_estimate(built: Path) -> None:
     assert nr_after["snd_ssthresh"] == nr_during[0]["snd_ssthresh"]
     assert abs(e - nr_halving) > DISTINGUISHING * e
     assert abs(after["snd_ssthresh"] - nr_after["snd_ssthresh"]) > ESTIMATE_TOLERANCE * e
+
+
+# The timeout test: the same path and losses, and 4 s into the transfer (after the second
+# loss's recovery, which ends about 3.2 s in for sl_westwood and 2.6 s for sl_newreno; a
+# timeout inside a recovery does not reduce ssthresh again) a 0.35 s outage: it
+# swallows the window in flight and the tail-loss probe (sent 2 RTT after the last
+# segment), so only the retransmission timeout (at least 200 ms) recovers.
+BLACKOUT = (4.0, 0.35)
+BLACKOUT_SIZE = 8_000_000
+
+
+def test_ssthresh_after_timeout_is_the_bandwidth_estimate(built: Path) -> None:
+    with emulated_path(f"w-{os.getpid()}-wt", LINK_RATE_BPS, ONE_WAY_DELAY_MS) as link:
+        ww = run_on_link(built, link, CA_NAME, BLACKOUT_SIZE, BLACKOUT)
+        nr = run_on_link(built, link, "sl_newreno", BLACKOUT_SIZE, BLACKOUT)
+
+    # sl_westwood (CA_EVENT_LOSS): ssthresh is the estimate as it stood at the last ACK
+    # before the outage (no ACK, no sample); cwnd restarts from 1 (the kernel's part).
+    before, during, _ = last_episode(ww["samples"], TCP_CA_LOSS)
+    assert before["ca_state"] < TCP_CA_RECOVERY, "the outage overlapped a fast recovery"
+    last_ack = max(
+        (s for s in ww["samples"] if s["t"] <= during[0]["t"]), key=lambda s: s["bytes_acked"]
+    )
+    last_ack = min(
+        (s for s in ww["samples"] if s["bytes_acked"] == last_ack["bytes_acked"]),
+        key=lambda s: s["t"],
+    )
+    expected = westwood_expected(ww["samples"], before, last_ack["t"])
+    e = expected["ssthresh"]
+    halving = max(before["snd_cwnd"] // 2, 2)
+    print(
+        f"\nsl_westwood: cwnd {before['snd_cwnd']} before the timeout, ssthresh "
+        f"{during[0]['snd_ssthresh']} and cwnd {during[0]['snd_cwnd']} after it; expected "
+        f"{e:.1f} from {expected['rate_mbps']:.2f} Mbit/s over {expected['span_s']:.2f} s x "
+        f"{expected['rtt_min_jiffies']} jiffies"
+    )
+    assert abs(e - halving) > DISTINGUISHING * e, "this timeout does not tell the two apart"
+    assert abs(during[0]["snd_ssthresh"] - e) <= ESTIMATE_TOLERANCE * e
+    assert min(s["snd_cwnd"] for s in during) == 1
+
+    # sl_newreno: half the window it had when the timeout fired.
+    nr_before, nr_during, _ = last_episode(nr["samples"], TCP_CA_LOSS)
+    assert nr_before["ca_state"] < TCP_CA_RECOVERY, "the outage overlapped a fast recovery"
+    print(
+        f"sl_newreno: cwnd {nr_before['snd_cwnd']} before the timeout, ssthresh "
+        f"{nr_during[0]['snd_ssthresh']} after it"
+    )
+    assert abs(nr_during[0]["snd_ssthresh"] - max(nr_before["snd_cwnd"] // 2, 2)) <= 2
+    assert abs(during[0]["snd_ssthresh"] - nr_during[0]["snd_ssthresh"]) > ESTIMATE_TOLERANCE * e
