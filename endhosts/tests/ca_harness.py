@@ -60,6 +60,15 @@ def _flat(values: Iterator[Any]) -> Iterator[dict[str, Any]]:
         yield from value if isinstance(value, list) else [value]
 
 
+def struct_ops_maps(name: str) -> list[int]:
+    """Ids of every tcp_congestion_ops struct_ops map called `name`, in any state."""
+    return [
+        int(m["id"])
+        for m in _flat(json_values(run("bpftool", "-j", "struct_ops", "show")))
+        if m.get("name") == name and m.get("kernel_struct_ops") == "tcp_congestion_ops"
+    ]
+
+
 def struct_ops_ids(name: str) -> list[int]:
     """Ids of the registered (in use) tcp_congestion_ops struct_ops maps called `name`.
 
@@ -68,14 +77,12 @@ def struct_ops_ids(name: str) -> list[int]:
     unregistered again.
     """
     ids = []
-    for m in _flat(json_values(run("bpftool", "-j", "struct_ops", "show"))):
-        if m.get("name") != name or m.get("kernel_struct_ops") != "tcp_congestion_ops":
-            continue
-        dump = run("bpftool", "-j", "struct_ops", "dump", "id", str(m["id"]))
+    for map_id in struct_ops_maps(name):
+        dump = run("bpftool", "-j", "struct_ops", "dump", "id", str(map_id))
         for item in _flat(json_values(dump)):
             value = item.get("bpf_struct_ops_tcp_congestion_ops")
             if value and value["common"]["state"] == "BPF_STRUCT_OPS_STATE_INUSE":
-                ids.append(int(m["id"]))
+                ids.append(map_id)
     return ids
 
 
@@ -146,6 +153,24 @@ def drop_every_nth_segment(netns: str, port: int, n: int) -> None:
         "  chain in {\n"
         "    type filter hook input priority 0; policy accept;\n"
         f"    tcp dport {port} meta length > 100 numgen inc mod {n} 0 counter drop\n"
+        "  }\n"
+        "}\n"
+    )
+    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+
+
+def drop_segments(netns: str, port: int, indices: list[int]) -> None:
+    """Drops the data segments to `port` that arrive as number i (from 0) for every i in
+    `indices`, retransmissions counting as arrivals; replaces any earlier loss rules."""
+    wanted = ", ".join(str(i) for i in indices)
+    rules = (
+        "add table inet satlab_loss\n"
+        "delete table inet satlab_loss\n"
+        "table inet satlab_loss {\n"
+        "  chain in {\n"
+        "    type filter hook input priority 0; policy accept;\n"
+        f"    tcp dport {port} meta length > 100 numgen inc mod 1000000000 {{ {wanted} }}"
+        " counter drop\n"
         "  }\n"
         "}\n"
     )
