@@ -34,6 +34,15 @@ ETEN_STATS = (
     "late_notice",
 )
 
+# ceten_stats indexes (endhosts/bpf/ceten.bpf.c enum ceten_stat), in order.
+CETEN_STATS = (
+    "options_written",
+    "options_parsed",
+    "loss_corruption",
+    "loss_congestion",
+    "loss_no_estimate",
+)
+
 
 @dataclass(frozen=True)
 class Scheme:

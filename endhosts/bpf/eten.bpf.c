@@ -17,15 +17,7 @@
  * the one whose loss started recovery) is looked up; if it was notified, the loss is
  * corruption: "retransmit without changing congestion state" (report section 2, eten.md
  * "Per-packet sender response"). The kernel retransmits as for any loss (fast retransmit,
- * SACK recovery, RACK); cwnd and ssthresh stay what they were:
- *   - ssthresh() returns the current cwnd, so PRR keeps sending at the old rate and the
- *     kernel's end of recovery (tcp_end_cwnd_reduction: cwnd = ssthresh) leaves cwnd as it
- *     was; the ssthresh in force before the loss is saved and restored at that point
- *     (CA_EVENT_COMPLETE_CWR), so slow start or congestion avoidance resumes unchanged.
- *   - After a retransmission timeout the kernel sets cwnd to 1 whatever the congestion
- *     control says (tcp_enter_loss); a notified RTO keeps ssthresh at the old cwnd, so slow
- *     start climbs straight back to it, and the old ssthresh is restored when the connection
- *     is back in the Open state. The report leaves RTOs open; this is our choice.
+ * SACK recovery, RACK); cwnd and ssthresh stay what they were (keep_window.h says how).
  *   - A recovery episode is classified by its first loss only (one ssthresh() call per
  *     episode, as in the kernel). The report decides per loss; with one reduction per window
  *     the two agree unless a congestion loss and a notified loss share a window.
@@ -46,8 +38,8 @@
  *   duplicate. Each refusal is counted by reason in eten_stats; refused notices are dropped.
  */
 
-#include "tcp_ca_helpers.h"
 #include "hmac_sha256.h"
+#include "keep_window.h"
 
 #include <bpf/bpf_endian.h>
 
@@ -305,10 +297,9 @@ malformed:
 /* ---- the congestion control ---- */
 
 struct beten_ca {
-	__u32 saved_ssthresh;	/* ssthresh before the loss, restored after a corruption loss */
+	struct keep_window kw;
 	__u32 prior_cwnd;	/* cwnd when the current recovery began */
 	__u32 loss_seq;		/* the segment that started it */
-	__u8 notified;		/* the current recovery episode is a corruption loss */
 	__u8 pending;		/* ... is a congestion loss so far: a late notice may still come */
 };
 
@@ -334,10 +325,10 @@ void BPF_PROG(beten_init, struct sock *sk)
 {
 	struct beten_ca *ca = inet_csk_ca(sk);
 
-	ca->saved_ssthresh = 0;
+	ca->kw.saved_ssthresh = 0;
+	ca->kw.corruption = 0;
 	ca->prior_cwnd = 0;
 	ca->loss_seq = 0;
-	ca->notified = 0;
 	ca->pending = 0;
 }
 
@@ -347,20 +338,16 @@ __u32 BPF_PROG(beten_ssthresh, struct sock *sk)
 	struct beten_ca *ca = inet_csk_ca(sk);
 	const struct tcp_sock *tp = tcp_sk(sk);
 
-	if (!ca->notified && !ca->pending)
-		ca->saved_ssthresh = tp->snd_ssthresh;
 	ca->prior_cwnd = tp->snd_cwnd;
 	ca->loss_seq = tp->snd_una;
+	ca->pending = 0;
 	if (notified(sk, tp->snd_una)) {
 		count(STAT_LOSS_CORRUPTION);
-		ca->notified = 1;
-		ca->pending = 0;
-		return sl_max(tp->snd_cwnd, 2U);
+		return kw_corruption_ssthresh(&ca->kw, tp);
 	}
 	count(STAT_LOSS_CONGESTION);
-	ca->notified = 0;
 	ca->pending = 1;
-	return sl_max(tp->snd_cwnd >> 1U, 2U);	/* tcp_reno_ssthresh() */
+	return kw_congestion_ssthresh(&ca->kw, tp);
 }
 
 SEC("struct_ops/beten_in_ack_event")
@@ -377,9 +364,10 @@ void BPF_PROG(beten_in_ack_event, struct sock *sk, __u32 flags)
 	}
 	if (!notified(sk, ca->loss_seq))
 		return;
+	/* withdraw the reduction: as if ssthresh() had seen the notice */
 	tcp_sk(sk)->snd_ssthresh = sl_max(ca->prior_cwnd, 2U);
+	ca->kw.corruption = 1;
 	ca->pending = 0;
-	ca->notified = 1;
 	count(STAT_LOSS_CORRUPTION);
 	count(STAT_LATE_NOTICE);
 	__u32 k = STAT_LOSS_CONGESTION;
@@ -389,57 +377,43 @@ void BPF_PROG(beten_in_ack_event, struct sock *sk, __u32 flags)
 		__sync_fetch_and_sub(v, 1);
 }
 
-static __always_inline void restore_ssthresh(struct sock *sk)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-
-	if (ca->notified) {
-		tcp_sk(sk)->snd_ssthresh = ca->saved_ssthresh;
-		ca->notified = 0;
-	}
-	ca->pending = 0;
-}
-
 SEC("struct_ops/beten_cwnd_event")
 void BPF_PROG(beten_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	/* Recovery ended with cwnd = ssthresh = the pre-loss cwnd: put ssthresh back. */
-	if (ev == CA_EVENT_COMPLETE_CWR)
-		restore_ssthresh(sk);
+	struct beten_ca *ca = inet_csk_ca(sk);
+
+	if (kw_recovery_complete(ev)) {
+		kw_restore(&ca->kw, tcp_sk(sk));
+		ca->pending = 0;
+	}
 }
 
 SEC("struct_ops/beten_set_state")
 void BPF_PROG(beten_set_state, struct sock *sk, __u8 new_state)
 {
-	/* Back to Open after an RTO (Loss has no COMPLETE_CWR). Recovery calls this before
-	 * tcp_end_cwnd_reduction, so only the Loss path restores here. */
-	if (new_state == TCP_CA_Open && inet_csk(sk)->icsk_ca_state == TCP_CA_Loss)
-		restore_ssthresh(sk);
+	struct beten_ca *ca = inet_csk_ca(sk);
+
+	if (kw_loss_over(sk, new_state)) {
+		kw_restore(&ca->kw, tcp_sk(sk));
+		ca->pending = 0;
+	}
 }
 
 SEC("struct_ops/beten_cong_avoid")
 void BPF_PROG(beten_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!sl_tcp_is_cwnd_limited(sk))
-		return;
-	if (sl_tcp_in_slow_start(tp)) {
-		acked = sl_tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+	kw_reno_cong_avoid(sk, acked);
 }
 
 SEC("struct_ops/beten_undo_cwnd")
 __u32 BPF_PROG(beten_undo_cwnd, struct sock *sk)
 {
+	struct beten_ca *ca = inet_csk_ca(sk);
 	const struct tcp_sock *tp = tcp_sk(sk);
 
 	/* The kernel found the reduction spurious and restores ssthresh itself. */
-	((struct beten_ca *)inet_csk_ca(sk))->notified = 0;
-	((struct beten_ca *)inet_csk_ca(sk))->pending = 0;
+	ca->kw.corruption = 0;
+	ca->pending = 0;
 	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
 }
 

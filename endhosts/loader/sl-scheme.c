@@ -4,8 +4,8 @@
  * as long as it runs, and takes everything out again when it stops.
  *
  *   sl-scheme --object build/eten.bpf.o --placeholder sl_beten --ca-name 1a2bs1beten \
- *             --pin-dir /sys/fs/bpf/satlab/1a2b/srv1 [--tc-ingress eth0] \
- *             [--set MAP=HEX ...]
+ *             --pin-dir /sys/fs/bpf/satlab/1a2b [--tc-ingress eth0] \
+ *             [--cgroup /sys/fs/cgroup/unified/satlab/1a2b-srv1] [--set MAP=HEX ...]
  *
  * What it does, in order:
  *  1. Reads the object and renames its congestion control: the kernel keys congestion
@@ -15,11 +15,12 @@
  *     (libbpf 1.1, Debian 12's, cannot change struct_ops data after open).
  *  2. Opens it with maps marked LIBBPF_PIN_BY_NAME pinned under --pin-dir (the emulator's
  *     Oracle writer and bpftool find them there); tc programs are loaded only with
- *     --tc-ingress.
+ *     --tc-ingress, sockops programs only with --cgroup.
  *  3. Loads (the verifier runs here), writes --set values (key 0 of an array map; hex of
  *     the value struct, packed by the caller), and attaches through BPF links: the
- *     congestion control as a struct_ops link (map flag BPF_F_LINK, Linux 6.4+) and the tc
- *     program as a tcx ingress link (Linux 6.6+). Links end with the process, so nothing
+ *     congestion control as a struct_ops link (map flag BPF_F_LINK, Linux 6.4+), the tc
+ *     program as a tcx ingress link (Linux 6.6+), the sockops program as a cgroup link on
+ *     the host's cgroup (the sockets of the processes in it). Links end with the process, so nothing
  *     stays registered or attached even if it is killed with SIGKILL.
  *  4. Prints {"ready": {... "links": {"struct_ops": ID, "tcx": ID}}} and waits for SIGTERM/SIGINT; then prints the counters of every
  *     map whose name ends in _stats as its last line ({"stats": {...}}), detaches, unpins and
@@ -48,6 +49,7 @@
 #define SL_BPF_F_LINK		(1U << 13)	/* struct_ops map registered through a link */
 #define SL_BPF_STRUCT_OPS	44		/* enum bpf_attach_type */
 #define SL_BPF_TCX_INGRESS	46
+#define SL_BPF_CGROUP_SOCK_OPS	3
 #define CA_NAME_MAX		16		/* TCP_CA_NAME_MAX, with the NUL */
 #define MAX_SETS		8
 
@@ -78,7 +80,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sl-scheme --object FILE --placeholder NAME --ca-name NAME --pin-dir DIR\n"
-		"                 [--tc-ingress IFNAME] [--set MAP=HEX ...]\n");
+		"                 [--tc-ingress IFNAME] [--cgroup DIR] [--set MAP=HEX ...]\n");
 	exit(2);
 }
 
@@ -223,8 +225,8 @@ static void print_stats(struct bpf_object *obj)
 int main(int argc, char **argv)
 {
 	const char *object = NULL, *placeholder = NULL, *ca_name = NULL, *pin_dir = NULL;
-	const char *tc_dev = NULL, *sets[MAX_SETS];
-	int nsets = 0, i, ca_link = -1, tc_link = -1;
+	const char *tc_dev = NULL, *cgroup = NULL, *sets[MAX_SETS];
+	int nsets = 0, i, ca_link = -1, tc_link = -1, cg_link = -1;
 	struct bpf_program *prog;
 	struct bpf_object *obj;
 	struct bpf_map *map;
@@ -246,6 +248,8 @@ int main(int argc, char **argv)
 			pin_dir = v;
 		else if (!strcmp(a, "--tc-ingress"))
 			tc_dev = v;
+		else if (!strcmp(a, "--cgroup"))
+			cgroup = v;
 		else if (!strcmp(a, "--set") && nsets < MAX_SETS)
 			sets[nsets++] = v;
 		else
@@ -277,6 +281,8 @@ int main(int argc, char **argv)
 	}
 	bpf_object__for_each_program(prog, obj) {
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_SCHED_CLS && !tc_dev)
+			bpf_program__set_autoload(prog, false);
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_SOCK_OPS && !cgroup)
 			bpf_program__set_autoload(prog, false);
 	}
 	if (bpf_object__load(obj))
@@ -311,16 +317,34 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (cgroup) {
+		int cg = open(cgroup, O_RDONLY | O_DIRECTORY);
+
+		if (cg < 0)
+			die("--cgroup: cannot open %s: %s", cgroup, strerror(errno));
+		bpf_object__for_each_program(prog, obj) {
+			if (bpf_program__type(prog) != BPF_PROG_TYPE_SOCK_OPS)
+				continue;
+			cg_link = link_create(bpf_program__fd(prog), cg, SL_BPF_CGROUP_SOCK_OPS);
+			if (cg_link < 0)
+				die("attaching %s to %s: %s", bpf_program__name(prog), cgroup,
+				    strerror(errno));
+		}
+		close(cg);
+	}
+
 	printf("{\"ready\": {\"ca\": \"%s\", \"tc_ingress\": %s%s%s, \"pin_dir\": \"%s\", "
-	       "\"links\": {\"struct_ops\": %u, \"tcx\": %u}}}\n",
+	       "\"links\": {\"struct_ops\": %u, \"tcx\": %u, \"cgroup\": %u}}}\n",
 	       ca_name, tc_dev ? "\"" : "", tc_dev ? tc_dev : "null", tc_dev ? "\"" : "", pin_dir,
-	       link_id(ca_link), link_id(tc_link));
+	       link_id(ca_link), link_id(tc_link), link_id(cg_link));
 	fflush(stdout);
 
 	while (!stop)
 		pause();
 
 	print_stats(obj);
+	if (cg_link >= 0)
+		close(cg_link);
 	if (tc_link >= 0)
 		close(tc_link);
 	if (ca_link >= 0)

@@ -15,6 +15,7 @@ from typing import Any
 from ca_harness import AVAILABLE, BUILD
 
 BPFFS = Path("/sys/fs/bpf")
+CGROUP2 = Path("/sys/fs/cgroup/unified")
 
 
 def ensure_bpffs() -> None:
@@ -67,6 +68,17 @@ def loaded(obj: str, placeholder: str, netns: str, *extra: str, tag: str = "t") 
             proc.kill()
             proc.wait()
         subprocess.run(["rm", "-rf", str(pin_dir)], check=False)
+
+
+@contextlib.contextmanager
+def cgroup(name: str) -> Iterator[Path]:
+    """A fresh cgroup v2 directory for the duration (its processes must be gone by the end)."""
+    path = CGROUP2 / name
+    path.mkdir()
+    try:
+        yield path
+    finally:
+        path.rmdir()
 
 
 def link_exists(link_id: int) -> bool:

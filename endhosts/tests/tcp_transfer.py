@@ -96,7 +96,13 @@ def receive_all(listener: socket.socket, result: dict[str, Any]) -> None:
 
 
 def send(
-    host: str, cc: str | None, size: int, port: int, timeout: float, sample_ms: float
+    host: str,
+    cc: str | None,
+    size: int,
+    port: int,
+    timeout: float,
+    sample_ms: float,
+    source_port: int = 0,
 ) -> dict[str, Any]:
     """The sender alone: connects (retrying while the receiver is not yet listening)."""
     payload = payload_of(size)
@@ -106,6 +112,9 @@ def send(
         sender.settimeout(timeout)
         if cc is not None:
             sender.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        if source_port:
+            sender.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sender.bind(("0.0.0.0", source_port))
         try:
             sender.connect((host, port))
             break
@@ -188,11 +197,20 @@ def main() -> None:
     parser.add_argument(
         "--sample-ms", type=float, default=0, help="sender: record tcp_info every N ms"
     )
+    parser.add_argument("--source-port", type=int, default=0, help="sender: bind to this port")
     args = parser.parse_args()
     if args.listen:
         result = listen(args.port, args.timeout)
     elif args.connect:
-        result = send(args.connect, args.cc, args.bytes, args.port, args.timeout, args.sample_ms)
+        result = send(
+            args.connect,
+            args.cc,
+            args.bytes,
+            args.port,
+            args.timeout,
+            args.sample_ms,
+            args.source_port,
+        )
     else:
         result = transfer(args.cc, args.bytes, args.port, args.timeout)
     print(json.dumps(result))
