@@ -110,6 +110,21 @@ export interface EmulatorStatus {
   return?: DirectionStatus;
 }
 
+/** One sender connection's newest TCP_INFO sample in a heartbeat (`metrics.tcp[]`). */
+export interface LiveTcpSample {
+  host: string;
+  sport: number;
+  dport: number;
+  cc: string | null;
+  /** segments */
+  cwnd: number | null;
+  ssthresh: number | null;
+  srtt_us: number | null;
+  delivery_rate_bps: number | null;
+  retrans_total: number | null;
+  mss: number | null;
+}
+
 /** `event: run` data of the SSE endpoints. */
 export interface RunEvent {
   id: number;
@@ -120,7 +135,7 @@ export interface RunEvent {
   progress: number;
   message: string;
   /** the emulator's status while running; the headline metrics at the end */
-  metrics: (EmulatorStatus & Record<string, unknown>) | null;
+  metrics: (EmulatorStatus & { tcp?: LiveTcpSample[] } & Record<string, unknown>) | null;
 }
 
 export interface RunDocument {

@@ -6,6 +6,7 @@ import { api, ApiError, canSubmit, ok, rawJson } from '../api/client.ts';
 import type { RunDocument, RunEvent, SeriesBuckets, SeriesInfo } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
+import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { TimeChart, type ChartSeries } from '../components/TimeChart.tsx';
 import { fmtBps, fmtDuration, fmtNum, fmtSweep } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
@@ -300,7 +301,12 @@ export function RunView({ id }: { id: number }) {
               { label: 'Es/N0 (dB)', values: live.samples.map((s) => s.esn0Db) },
               { label: 'MODCOD', values: live.samples.map((s) => s.modcod), right: true, stepped: true },
             ]} height={180} />
+            <TimeChart title="Queue depth (live)" name={`run-${id}-live-queue`} yLabel="packets" xs={xs} series={[
+              { label: 'queue (packets)', values: live.samples.map((s) => s.queuePackets) },
+            ]} height={180} />
+            <LiveCwndChart live={live} name={`run-${id}-live-cwnd`} />
           </div>
+          <LiveTcpNow live={live} />
         </section>
       ) : null}
       {state === 'succeeded' ? (
