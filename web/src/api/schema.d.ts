@@ -574,6 +574,103 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AggregateRow */
+        AggregateRow: {
+            /** Configuration */
+            configuration: string;
+            /** Sweep Value */
+            sweep_value: number | string | null;
+            /** Runs */
+            runs: number;
+            /** Succeeded */
+            succeeded: number;
+            /**
+             * Metrics
+             * @description by metric (results.METRICS)
+             */
+            metrics: {
+                [key: string]: components["schemas"]["MetricAggregate"];
+            };
+        };
+        /** ArtifactInfo */
+        ArtifactInfo: {
+            /** Name */
+            name: string;
+            /** Content Type */
+            content_type: string;
+            /** Size Bytes */
+            size_bytes: number;
+        };
+        /** Bucket */
+        Bucket: {
+            /** T0 */
+            t0: number;
+            /** T1 */
+            t1: number;
+            /** N */
+            n: number;
+            /** Min */
+            min: number;
+            /** Max */
+            max: number;
+            /** Mean */
+            mean: number;
+        };
+        /** ComparedConfiguration */
+        ComparedConfiguration: {
+            /** Configuration */
+            configuration: string;
+            /** Succeeded */
+            succeeded: number;
+            /** Metrics */
+            metrics: {
+                [key: string]: components["schemas"]["ComparedMetric"];
+            };
+        };
+        /** ComparedMetric */
+        ComparedMetric: {
+            /** Mean */
+            mean: number | null;
+            /** Half Width */
+            half_width: number | null;
+            /** N */
+            n: number;
+            /** Baseline Mean */
+            baseline_mean: number | null;
+            /**
+             * Ratio
+             * @description mean over the baseline's mean
+             */
+            ratio: number | null;
+            /**
+             * Low
+             * @description Fieller 95% interval of the ratio (null: unbounded)
+             */
+            low: number | null;
+            /** High */
+            high: number | null;
+            difference: components["schemas"]["Difference"];
+        };
+        /** ComparisonOut */
+        ComparisonOut: {
+            /** Experiment Id */
+            experiment_id: number;
+            /** State */
+            state: string;
+            /** Baseline */
+            baseline: string;
+            /** Metrics */
+            metrics: string[];
+            /** Points */
+            points: components["schemas"]["ComparisonPoint"][];
+        };
+        /** ComparisonPoint */
+        ComparisonPoint: {
+            /** Sweep Value */
+            sweep_value: number | string | null;
+            /** Configurations */
+            configurations: components["schemas"]["ComparedConfiguration"][];
+        };
         /**
          * ControlIn
          * @description docs/emulator-contract.md POST /control; at least one change.
@@ -607,6 +704,21 @@ export interface components {
             response: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** Difference */
+        Difference: {
+            /**
+             * Difference
+             * @description mean minus the baseline's mean
+             */
+            difference: number | null;
+            /**
+             * Low
+             * @description Welch 95% interval
+             */
+            low: number | null;
+            /** High */
+            high: number | null;
         };
         /** Estimate */
         Estimate: {
@@ -715,6 +827,26 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
+        /** MetricAggregate */
+        MetricAggregate: {
+            /**
+             * Mean
+             * @description mean over the successful repetitions
+             */
+            mean: number | null;
+            /**
+             * Half Width
+             * @description half-width of the Student-t 95% interval
+             */
+            half_width: number | null;
+            /** N */
+            n: number;
+            /**
+             * Values
+             * @description the value of every successful repetition
+             */
+            values: number[];
+        };
         /** Page[ExperimentOut] */
         Page_ExperimentOut_: {
             /** Items */
@@ -770,6 +902,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
             estimate: components["schemas"]["Estimate"];
+        };
+        /** ResultsOut */
+        ResultsOut: {
+            /** Experiment Id */
+            experiment_id: number;
+            /** Rows */
+            rows: components["schemas"]["AggregateRow"][];
         };
         /** RevisionOut */
         RevisionOut: {
@@ -861,6 +1000,30 @@ export interface components {
             /** Revisions */
             revisions: number;
             latest: components["schemas"]["RevisionOut"] | null;
+        };
+        /** SeriesBuckets */
+        SeriesBuckets: {
+            /** Run Id */
+            run_id: number;
+            /** Name */
+            name: string;
+            /** Points */
+            points: number;
+            /**
+             * Buckets
+             * @description equal-width time buckets holding samples
+             */
+            buckets: components["schemas"]["Bucket"][];
+        };
+        /** SeriesInfo */
+        SeriesInfo: {
+            /**
+             * Name
+             * @description `link.<direction>.<field>` or `tcp.<host>:<sport>-<dport>.<f>`
+             */
+            name: string;
+            /** Points */
+            points: number;
         };
         /** SubmitOut */
         SubmitOut: {
@@ -1655,9 +1818,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ResultsOut"];
                 };
             };
             /** @description Validation Error */
@@ -1691,9 +1852,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ComparisonOut"];
                 };
             };
             /** @description Validation Error */
@@ -1891,9 +2050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["SeriesInfo"][];
                 };
             };
             /** @description Validation Error */
@@ -1929,9 +2086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SeriesBuckets"];
                 };
             };
             /** @description Validation Error */
@@ -1962,9 +2117,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["ArtifactInfo"][];
                 };
             };
             /** @description Validation Error */

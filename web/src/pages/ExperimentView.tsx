@@ -2,8 +2,8 @@
 // (metric vs sweep per configuration with 95% bands, ratios against a baseline with Fieller
 // intervals, fairness) with CSV/SVG/PNG exports.
 import { useEffect, useMemo, useState } from 'react';
-import { api, canSubmit, ok, raw, rawJson, type RunOut } from '../api/client.ts';
-import { METRICS, type Comparison, type Metric, type Results, type RunEvent } from '../api/types.ts';
+import { api, canSubmit, ok, raw, type Comparison, type RunOut } from '../api/client.ts';
+import { METRICS, type Metric, type RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { CompareChart } from '../components/CompareChart.tsx';
@@ -98,9 +98,9 @@ export function ExperimentView({ id }: { id: number }) {
   const [metric, setMetric] = useState<Metric>('goodput_bps');
   const base = baseline ?? configs[0];
 
-  const results = useAsync(async () => (succeeded ? rawJson<Results>(`/api/experiments/${id}/results`) : undefined), [id, succeeded]);
+  const results = useAsync(async () => (succeeded ? ok(api.GET('/api/experiments/{experiment_id}/results', { params: { path: { experiment_id: id } } })) : undefined), [id, succeeded]);
   const comparison = useAsync(
-    async () => (succeeded && base ? rawJson<Comparison>(`/api/experiments/${id}/comparison?baseline=${encodeURIComponent(base)}`) : undefined),
+    async () => (succeeded && base ? ok(api.GET('/api/experiments/{experiment_id}/comparison', { params: { path: { experiment_id: id }, query: { baseline: base } } })) : undefined),
     [id, succeeded, base],
   );
 
