@@ -37,6 +37,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/schemes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The transport schemes on offer, each a ready-made scenario configuration */
+        get: operations["list_schemes_api_schemes_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/scenarios": {
         parameters: {
             query?: never;
@@ -671,6 +688,18 @@ export interface components {
             /** Configurations */
             configurations: components["schemas"]["ComparedConfiguration"][];
         };
+        /** Configuration */
+        Configuration: {
+            /** Name */
+            name: string;
+            /**
+             * @default {
+             *       "congestion_control": "cubic"
+             *     }
+             */
+            transport: components["schemas"]["Transport"];
+            gateway?: components["schemas"]["GatewaySettings"] | null;
+        };
         /**
          * ControlIn
          * @description docs/emulator-contract.md POST /control; at least one change.
@@ -821,6 +850,109 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+        };
+        /**
+         * GatewayAqm
+         * @description The gateway's egress queue toward the satellite (gateway/README.md, "AQM").
+         */
+        GatewayAqm: {
+            /**
+             * Kind
+             * @default drop_tail
+             * @enum {string}
+             */
+            kind: "drop_tail" | "red" | "red_ecn";
+            /**
+             * Limit Packets
+             * @default 1000
+             */
+            limit_packets: number;
+            /**
+             * Limit Bytes
+             * @default 1500000
+             */
+            limit_bytes: number;
+            /**
+             * Min Th Packets
+             * @description RED min_th, average packets
+             * @default 5
+             */
+            min_th_packets: number;
+            /**
+             * Max Th Packets
+             * @description RED max_th, average packets
+             * @default 15
+             */
+            max_th_packets: number;
+            /**
+             * Max P
+             * @description RED drop/mark probability at max_th
+             * @default 0.1
+             */
+            max_p: number;
+            /**
+             * W Q
+             * @description RED averaging weight
+             * @default 0.002
+             */
+            w_q: number;
+        };
+        /**
+         * GatewaySettings
+         * @description The edge gateway at both edges (gateway/README.md); absent: no gateway in the path.
+         */
+        GatewaySettings: {
+            /**
+             * Rate Factor
+             * @description egress pacing rate / the link's current useful rate
+             * @default 0.97
+             */
+            rate_factor: number;
+            /**
+             * @default {
+             *       "kind": "drop_tail",
+             *       "limit_packets": 1000,
+             *       "limit_bytes": 1500000,
+             *       "min_th_packets": 5,
+             *       "max_th_packets": 15,
+             *       "max_p": 0.1,
+             *       "w_q": 0.002
+             *     }
+             */
+            aqm: components["schemas"]["GatewayAqm"];
+            /**
+             * Eten
+             * @description BETEN notices for corrupted/erased packets
+             * @default false
+             */
+            eten: boolean;
+            /** Eten Hmac Key Hex */
+            eten_hmac_key_hex?: string | null;
+            /**
+             * Eten Rate Limit Per S
+             * @default 1000
+             */
+            eten_rate_limit_per_s: number;
+            /**
+             * Ceten
+             * @description CETEN survival estimates stamped on the TCP option
+             * @default false
+             */
+            ceten: boolean;
+            /**
+             * Ceten Reflect
+             * @description the st/gw edge reflects CETEN on ACKs
+             * @default false
+             */
+            ceten_reflect: boolean;
+            /**
+             * Ern
+             * @description IP-ERN router (XCP laws on ERN traffic)
+             * @default false
+             */
+            ern: boolean;
+            /** Ern Ports */
+            ern_ports?: number[];
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -1001,6 +1133,25 @@ export interface components {
             revisions: number;
             latest: components["schemas"]["RevisionOut"] | null;
         };
+        /**
+         * SchemeOut
+         * @description A transport scheme of the catalogue (satlab.catalog).
+         */
+        SchemeOut: {
+            /** Name */
+            name: string;
+            /** Label */
+            label: string;
+            /** Description */
+            description: string;
+            /**
+             * Paper Section
+             * @description the part of the paper it implements
+             */
+            paper_section: string | null;
+            /** @description a scenario `configurations[]` item */
+            configuration: components["schemas"]["Configuration"];
+        };
         /** SeriesBuckets */
         SeriesBuckets: {
             /** Run Id */
@@ -1117,6 +1268,18 @@ export interface components {
             /** Revoked At */
             revoked_at: string | null;
         };
+        /**
+         * Transport
+         * @description How the end hosts' TCP behaves in one configuration.
+         */
+        Transport: {
+            /**
+             * Congestion Control
+             * @description a kernel algorithm (cubic, reno, bbr) or a project eBPF one (endhosts/bpf)
+             * @default cubic
+             */
+            congestion_control: string;
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -1188,6 +1351,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": unknown;
+                };
+            };
+        };
+    };
+    list_schemes_api_schemes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchemeOut"][];
                 };
             };
         };
