@@ -6,6 +6,7 @@ import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
 import { LinkFields } from '../components/LinkFields.tsx';
 import { ObjectFields, type FormCtx } from '../components/SchemaForm.tsx';
+import { DeleteScenario } from '../components/DeleteScenario.tsx';
 import { SchemePicker } from '../components/SchemePicker.tsx';
 import { SubmitPanel } from '../components/SubmitPanel.tsx';
 import { TracePanel } from '../components/TracePanel.tsx';
@@ -183,6 +184,9 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
               ))}
             </select>
           </label>
+        ) : null}
+        {!isNew && scenario.data && writable && (who.role === 'admin' || who.id === scenario.data.created_by) ? (
+          <DeleteScenario id={id} name={scenario.data.name} />
         ) : null}
       </PageHead>
       <ErrorBox error={scenario.error ?? schema.error} title="Cannot load" />
