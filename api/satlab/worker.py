@@ -4,9 +4,11 @@ A procrastinate worker on queue `runs` with concurrency 1: one run, one testbed 
 job it claims the run (queued -> running), writes the experiment's pinned files to a temporary
 directory and points the link at them, runs it through the orchestrator
 (satlab.testbed.runner.run_one) and stores the result. A heartbeat thread refreshes
-runs.heartbeat_at every heartbeat_period_s with the progress and the emulator's current status,
-and carries out live control requests for the run every half second. A janitor thread (also run
-once at start) takes back runs whose worker stopped heartbeating (see service/runs.py).
+runs.heartbeat_at every heartbeat_period_s with the progress, the emulator's current status and
+the newest TCP_INFO sample of every sender connection (metrics.tcp: cwnd, ssthresh, srtt, delivery
+rate, retransmissions; service/control.latest_tcp), and carries out live control requests for the
+run every half second. A janitor thread (also run once at start) takes back runs whose worker
+stopped heartbeating (see service/runs.py).
 Run as root: the testbed builds network namespaces.
 """
 
@@ -59,7 +61,8 @@ IDENTITY = runs.WorkerIdentity(socket.gethostname(), os.getpid())
 
 
 class Heartbeat(threading.Thread):
-    """Heartbeats, progress events with the emulator's status, and live control while a run goes."""
+    """Heartbeats, progress events with the emulator's status and TCP_INFO, and live control while
+    a run goes."""
 
     def __init__(self, run_id: int, me: runs.WorkerIdentity) -> None:
         super().__init__(name=f"heartbeat-{run_id}", daemon=True)
@@ -86,6 +89,9 @@ class Heartbeat(threading.Thread):
                             status, metrics = control.emulator_request(testbed, "GET", "/status")
                         except OSError:
                             metrics = None
+                        tcp = control.latest_tcp(testbed)
+                        if tcp:
+                            metrics = {**(metrics or {}), "tcp": tcp}
                     with db.new_session() as s:
                         if not runs.heartbeat(
                             s, self.run_id, self.me, self.progress, self.message, metrics, testbed

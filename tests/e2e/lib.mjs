@@ -36,7 +36,7 @@ export async function launch() {
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of (401|403|422)/.test(m.text())) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/status of (401|403|409|422)/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
   const close = async () => {
     await context.close();

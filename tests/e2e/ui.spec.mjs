@@ -3,7 +3,8 @@
 // an API 422 shown inline), look at the trace it implies, submit, watch the run live over SSE,
 // move its rain fade by hand (live control),
 // open the finished comparison and check that the chart and the table show the stored numbers,
-// export CSV, zoom a run's time series, and check that a viewer cannot submit.
+// export CSV, zoom a run's time series, add a scheme from the catalogue, watch the live cwnd,
+// manage tokens, and check that a viewer cannot submit (or see the tokens page).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -107,6 +108,28 @@ step('library and editor: create a scenario from the quickstart template with th
   await shot(page, '04-editor-created');
 });
 
+step('scheme picker: a configuration from the catalogue joins the scenario', async () => {
+  const picker = page.getByRole('region', { name: 'Add a transport scheme' });
+  await picker.getByLabel('Scheme').selectOption({ label: 'TCP BBR (kernel)' });
+  await picker.getByTestId('scheme-description').getByText(/bottleneck rate/).waitFor();
+  await picker.getByRole('button', { name: 'Add to the scenario' }).click();
+  await page.getByText('Added configuration from “TCP BBR (kernel)”').waitFor();
+  await page.getByRole('group', { name: '3. bbr' }).waitFor();
+  await shot(page, '04b-scheme-picker');
+  await page.getByRole('button', { name: 'Save as new revision' }).click();
+  await page.getByText('Saved as revision 2.').waitFor();
+  const sc = await apiGet(`/api/scenarios/${scenarioId}`);
+  const schemes = await apiGet('/api/schemes');
+  assert.deepEqual(
+    sc.latest.spec.configurations.find((c) => c.name === 'bbr').transport,
+    { ...schemes.find((s) => s.name === 'bbr').configuration.transport },
+  );
+  // it can be submitted; this test compares only the first two
+  const submit = page.getByRole('region', { name: 'Run an experiment' });
+  await submit.getByTestId('plan-runs').getByText('3 runs').waitFor();
+  await submit.getByRole('checkbox', { name: 'bbr' }).uncheck();
+});
+
 step('submission: plan shows the run count and the estimate, then submit', async () => {
   await page.getByRole('heading', { name: 'Run an experiment' }).waitFor();
   await page.getByTestId('plan-runs').getByText('2 runs').waitFor();
@@ -129,6 +152,29 @@ step('live: the run streams the link state over SSE while it goes', async () => 
   assert.match(await now.innerText(), /MODCOD \d+, Es\/N0 [\d.]+ dB, queue \d+ packets/);
   await page.getByRole('figure', { name: 'MODCOD and Es/N0' }).waitFor();
   await shot(page, '06-experiment-live');
+});
+
+step('live cwnd: the senders\' congestion window streams while the run goes', async () => {
+  const cwnd = page.getByTestId('live-cwnd').first();
+  await cwnd.waitFor({ timeout: 90_000 });
+  // read both at once: the view moves on to the next run when one ends
+  const [heading, text] = await page.evaluate(() => [
+    document.getElementById(document.querySelector('[data-testid="live-cwnd"]').closest('section').getAttribute('aria-labelledby')).textContent,
+    document.querySelector('[data-testid="live-cwnd"]').textContent,
+  ]);
+  const shown = Number(text);
+  const runId = Number(/run #(\d+)/.exec(heading)[1]);
+  await page.getByRole('figure', { name: 'Congestion window' }).locator('canvas').waitFor();
+  await shot(page, '06a-experiment-live-cwnd');
+  assert.ok(Number.isInteger(shown) && shown >= 1, `cwnd on screen: ${shown}`);
+  // the number on screen is one the worker reported for that run (TCP_INFO in a heartbeat)
+  const res = await fetch(`${BASE}/api/runs/${runId}/events?follow=false`, { headers: { Authorization: `Bearer ${ADMIN}` } });
+  const reported = (await res.text())
+    .split('\n')
+    .filter((l) => l.startsWith('data: {"id"'))
+    .flatMap((l) => JSON.parse(l.slice(6)).metrics?.tcp ?? [])
+    .map((c) => c.cwnd);
+  assert.ok(reported.includes(shown), `cwnd ${shown} not among the reported ${JSON.stringify(reported)}`);
 });
 
 step('live control: a 12 dB fade set from the run page reaches the emulator', async () => {
@@ -231,6 +277,39 @@ step('start page leads to the experiment in one click', async () => {
   await page.getByText('What this comparison shows').waitFor();
 });
 
+step('a scenario with experiments is not deleted, and the page says why', async () => {
+  await page.goto(`${BASE}/#/scenarios/${scenarioId}`);
+  await page.getByRole('heading', { name: 'Scenario e2e-quick' }).waitFor();
+  await page.getByRole('button', { name: 'Delete…' }).click();
+  await page.getByRole('group', { name: 'Confirm deletion' }).getByRole('button', { name: 'Delete for good' }).click();
+  await page.getByRole('alert').getByText(/used by experiments/).waitFor();
+  assert.equal((await apiGet(`/api/scenarios/${scenarioId}`)).name, 'e2e-quick');
+});
+
+step('tokens: an admin creates a token, it works, then revokes it', async () => {
+  const whoami = async (token) => (await fetch(`${BASE}/api/whoami`, { headers: { Authorization: `Bearer ${token}` } })).status;
+  await nav('Tokens').click();
+  await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+  const form = page.getByRole('region', { name: 'New token' });
+  await form.getByLabel('Name').fill('e2e-ci');
+  await form.getByLabel('Role').selectOption('submitter');
+  await form.getByLabel(/Expires in/).fill('1');
+  await form.getByRole('button', { name: 'Create token' }).click();
+  const secret = (await page.getByTestId('new-token').innerText()).trim();
+  assert.equal(await whoami(secret), 200);
+  const made = (await apiGet('/api/tokens')).find((t) => t.name === 'e2e-ci');
+  assert.equal(made.role, 'submitter');
+  const hours = (Date.parse(made.expires_at) - Date.parse(made.created_at)) / 3.6e6;
+  assert.ok(Math.abs(hours - 24) < 0.1, `expires after ${hours} h`);
+  const row = page.getByTestId(`token-${made.id}`);
+  await row.getByText('active').waitFor();
+  await shot(page, '11-tokens');
+  await row.getByRole('button', { name: 'Revoke…' }).click();
+  await row.getByRole('group', { name: 'Revoke e2e-ci?' }).getByRole('button', { name: 'Revoke', exact: true }).click();
+  await row.getByText('revoked').waitFor();
+  assert.equal(await whoami(secret), 401);
+});
+
 step('a viewer sees everything and cannot submit or edit', async () => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await signIn(page, VIEWER);
@@ -246,6 +325,7 @@ step('a viewer sees everything and cannot submit or edit', async () => {
   await page.goto(`${BASE}/#/experiments/${experimentId}`);
   await page.getByRole('heading', { name: 'Comparison' }).waitFor();
   assert.equal(await page.getByRole('button', { name: /Cancel|Retry/ }).count(), 0);
+  assert.equal(await nav('Tokens').count(), 0);
   const status = await page.evaluate(async ([token, id]) => {
     const r = await fetch('/api/experiments', {
       method: 'POST',

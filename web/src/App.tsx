@@ -10,6 +10,7 @@ import { Home } from './pages/Home.tsx';
 import { RunView } from './pages/RunView.tsx';
 import { ScenarioEditor } from './pages/ScenarioEditor.tsx';
 import { ScenariosPage } from './pages/Scenarios.tsx';
+import { TokensPage } from './pages/Tokens.tsx';
 
 async function whoami(token: string): Promise<Who> {
   return ok(api.GET('/api/whoami', { headers: { Authorization: `Bearer ${token}` } }));
@@ -23,6 +24,7 @@ function Page() {
   if (a === 'experiments' && b) return <ExperimentView key={b} id={Number(b)} />;
   if (a === 'experiments') return <ExperimentsPage />;
   if (a === 'runs' && b) return <RunView key={b} id={Number(b)} />;
+  if (a === 'tokens') return <TokensPage />;
   return <Home />;
 }
 
@@ -80,7 +82,7 @@ export function App() {
           {who && token ? (
             <>
               <nav aria-label="Main" className="app-nav">
-                {NAV.map(([path, label]) => (
+                {[...NAV, ...(who.role === 'admin' ? ([['tokens', 'Tokens']] as const) : [])].map(([path, label]) => (
                   <a key={path} href={`#/${path}`} aria-current={here === path ? 'page' : undefined}>
                     {label}
                   </a>

@@ -12,6 +12,7 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
+  GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
 Only these programs run: the project's traffic generator, emulator, gateway and scheme loader,
 tcpdump and ethtool, so an agent on a physical host is no remote shell.
@@ -91,13 +92,15 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.period_s, self.ports = period_s, ports
         self.samples: deque[dict[str, Any]] = deque(maxlen=MAX_SAMPLES)
+        self.latest: list[dict[str, Any]] = []  # the last round: one sample per open connection
         self.stopped = threading.Event()
 
     def run(self) -> None:
         with tcpinfo.Diag() as diag:
             next_t = time.monotonic()
             while not self.stopped.is_set():
-                self.samples.extend(diag.sample(self.ports))
+                self.latest = diag.sample(self.ports)
+                self.samples.extend(self.latest)
                 next_t += self.period_s
                 self.stopped.wait(max(0.0, next_t - time.monotonic()))
 
@@ -193,6 +196,9 @@ class Agent:
     def samples(self) -> tuple[int, Any]:
         return 200, {"samples": list(self.sampler.samples) if self.sampler else []}
 
+    def latest_samples(self) -> tuple[int, Any]:
+        return 200, {"samples": list(self.sampler.latest) if self.sampler else []}
+
     def shutdown(self) -> None:
         if self.sampler:
             self.sampler.stopped.set()
@@ -242,6 +248,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.start_sampling(body)
         case "GET", ["sampling"]:
             return agent.samples()
+        case "GET", ["sampling", "latest"]:
+            return agent.latest_samples()
         case "GET", ["netstat"]:
             return 200, tcpinfo.netstat()
     return 404, {"error": f"no route {method} /{'/'.join(parts)}"}

@@ -160,6 +160,42 @@ def emulator_request(
         conn.close()
 
 
+# What a live view needs of a TCP_INFO sample (satlab.agent.tcpinfo); the rest stays in the result.
+LIVE_TCP_FIELDS = (
+    "sport",
+    "dport",
+    "cc",
+    "cwnd",
+    "ssthresh",
+    "srtt_us",
+    "delivery_rate_bps",
+    "retrans_total",
+    "mss",
+)
+
+
+def latest_tcp(testbed_id: str, timeout: float = 1.0) -> list[dict[str, Any]]:
+    """The newest TCP_INFO sample of every sender connection in the testbed: each end host's
+    agent (srvN, cliN: the runner starts sampling on the hosts that send) answers with the last
+    sampling round; hosts that sample nothing answer with none."""
+    from satlab.agent.unixhttp import AgentError
+    from satlab.agent.unixhttp import request as agent_request
+    from satlab.testbed.testbed import STATE_ROOT
+
+    out: list[dict[str, Any]] = []
+    for sock in sorted((STATE_ROOT / testbed_id).glob("*.sock")):
+        host = sock.stem
+        if not host.startswith(("srv", "cli")):
+            continue
+        try:
+            samples = agent_request(str(sock), "GET", "/sampling/latest", timeout=timeout)
+        except AgentError:
+            continue  # an agent going away with its testbed: no sample this time
+        for smp in samples.get("samples", []):
+            out.append({"host": host, **{k: smp.get(k) for k in LIVE_TCP_FIELDS}})
+    return out
+
+
 def serve_pending(run_id: int, testbed_id: str | None) -> int:
     """Carries out the run's pending control requests; how many were handled."""
     handled = 0

@@ -5,7 +5,8 @@ the janitor) writes a run_events row and NOTIFYs channel `satlab_events` with it
 transaction. The SSE endpoint streams rows after the client's Last-Event-ID (or `after`), polling
 the table every half second (one indexed query; works across API processes and survives
 reconnects: the event id is the row id). While a run is going the worker adds a row per heartbeat
-with its progress and the emulator's current status (MODCOD, Es/N0, useful rate, queue depth).
+with its progress, the emulator's current status (MODCOD, Es/N0, useful rate, queue depth) and
+`tcp`: the newest TCP_INFO sample of each sender connection (cwnd, ssthresh, srtt, delivery rate).
 """
 
 from __future__ import annotations

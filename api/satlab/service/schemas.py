@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from satlab.scenario import Configuration
 from satlab.service import models
 
 T = TypeVar("T")
@@ -246,3 +247,13 @@ class ControlOut(BaseModel):
     request_id: int
     status_code: int | None
     response: dict[str, Any] | None
+
+
+class SchemeOut(BaseModel):
+    """A transport scheme of the catalogue (satlab.catalog)."""
+
+    name: str
+    label: str
+    description: str
+    paper_section: str | None = Field(description="the part of the paper it implements")
+    configuration: Configuration = Field(description="a scenario `configurations[]` item")

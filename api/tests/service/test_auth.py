@@ -17,6 +17,7 @@ ROLES = ("viewer", "submitter", "admin")
 ENDPOINTS = [
     ("GET", "/api/whoami", "viewer"),
     ("GET", "/api/scenario-schema", "viewer"),
+    ("GET", "/api/schemes", "viewer"),
     ("GET", "/api/scenarios", "viewer"),
     ("GET", "/api/scenarios/{s}", "viewer"),
     ("GET", "/api/scenarios/{s}/yaml", "viewer"),

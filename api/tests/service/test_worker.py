@@ -59,7 +59,10 @@ def _kill_srv1_agent_once_running(rid: int, timeout_s: float = 30) -> None:
 
 
 @needs_testbed
-def test_procrastinate_worker_runs_every_queued_run(client: TestClient, tokens: Tokens) -> None:
+def test_procrastinate_worker_runs_every_queued_run(
+    client: TestClient, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(get_settings(), "heartbeat_period_s", 0.5)  # several beats per 2 s run
     upload_fade(client, tokens)
     text_ = scenario_yaml("w1", 2) + "capture: {snaplen_bytes: 96, max_bytes_per_host: 100000}\n"
     sc = client.post("/api/scenarios", json={"yaml": text_}, headers=tokens.h("submitter")).json()
@@ -127,6 +130,16 @@ def test_procrastinate_worker_runs_every_queued_run(client: TestClient, tokens: 
     assert any('"state": "succeeded"' in s for s in states) and ev.text.rstrip().endswith(
         "data: {}"
     )
+    # Heartbeats of a running run carry the newest TCP_INFO of the sender's connection.
+    live = [
+        json.loads(line[len("data: ") :])["metrics"]
+        for line in states
+        if '"state": "running"' in line and '"tcp"' in line
+    ]
+    assert live, "no heartbeat carried TCP_INFO"
+    conn = live[-1]["tcp"][0]
+    assert conn["host"] == "srv1" and conn["dport"] == 5001 and conn["cc"] in ("cubic", "bbr")
+    assert conn["cwnd"] >= 1 and conn["srtt_us"] > 400_000 and "forward" in live[-1]
     metrics = client.get("/api/metrics", headers=tokens.h("viewer")).text
     assert 'satlab_runs{state="succeeded"} 4' in metrics and "satlab_queue_depth 0" in metrics
 

@@ -14,6 +14,14 @@ export type Estimate = Schemas['Estimate'];
 export type PlanOut = Schemas['PlanOut'];
 export type FileOut = Schemas['FileOut'];
 export type ExperimentIn = Schemas['ExperimentIn'];
+export type MetricAggregate = Schemas['MetricAggregate'];
+export type AggregateRow = Schemas['AggregateRow'];
+export type Results = Schemas['ResultsOut'];
+export type ComparedMetric = Schemas['ComparedMetric'];
+export type Comparison = Schemas['ComparisonOut'];
+export type SeriesInfo = Schemas['SeriesInfo'];
+export type SeriesBuckets = Schemas['SeriesBuckets'];
+export type SweepValue = AggregateRow['sweep_value'];
 
 export const TOKEN_KEY = 'satlab.token';
 

@@ -37,6 +37,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/schemes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The transport schemes on offer, each a ready-made scenario configuration */
+        get: operations["list_schemes_api_schemes_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/scenarios": {
         parameters: {
             query?: never;
@@ -574,6 +591,115 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AggregateRow */
+        AggregateRow: {
+            /** Configuration */
+            configuration: string;
+            /** Sweep Value */
+            sweep_value: number | string | null;
+            /** Runs */
+            runs: number;
+            /** Succeeded */
+            succeeded: number;
+            /**
+             * Metrics
+             * @description by metric (results.METRICS)
+             */
+            metrics: {
+                [key: string]: components["schemas"]["MetricAggregate"];
+            };
+        };
+        /** ArtifactInfo */
+        ArtifactInfo: {
+            /** Name */
+            name: string;
+            /** Content Type */
+            content_type: string;
+            /** Size Bytes */
+            size_bytes: number;
+        };
+        /** Bucket */
+        Bucket: {
+            /** T0 */
+            t0: number;
+            /** T1 */
+            t1: number;
+            /** N */
+            n: number;
+            /** Min */
+            min: number;
+            /** Max */
+            max: number;
+            /** Mean */
+            mean: number;
+        };
+        /** ComparedConfiguration */
+        ComparedConfiguration: {
+            /** Configuration */
+            configuration: string;
+            /** Succeeded */
+            succeeded: number;
+            /** Metrics */
+            metrics: {
+                [key: string]: components["schemas"]["ComparedMetric"];
+            };
+        };
+        /** ComparedMetric */
+        ComparedMetric: {
+            /** Mean */
+            mean: number | null;
+            /** Half Width */
+            half_width: number | null;
+            /** N */
+            n: number;
+            /** Baseline Mean */
+            baseline_mean: number | null;
+            /**
+             * Ratio
+             * @description mean over the baseline's mean
+             */
+            ratio: number | null;
+            /**
+             * Low
+             * @description Fieller 95% interval of the ratio (null: unbounded)
+             */
+            low: number | null;
+            /** High */
+            high: number | null;
+            difference: components["schemas"]["Difference"];
+        };
+        /** ComparisonOut */
+        ComparisonOut: {
+            /** Experiment Id */
+            experiment_id: number;
+            /** State */
+            state: string;
+            /** Baseline */
+            baseline: string;
+            /** Metrics */
+            metrics: string[];
+            /** Points */
+            points: components["schemas"]["ComparisonPoint"][];
+        };
+        /** ComparisonPoint */
+        ComparisonPoint: {
+            /** Sweep Value */
+            sweep_value: number | string | null;
+            /** Configurations */
+            configurations: components["schemas"]["ComparedConfiguration"][];
+        };
+        /** Configuration */
+        Configuration: {
+            /** Name */
+            name: string;
+            /**
+             * @default {
+             *       "congestion_control": "cubic"
+             *     }
+             */
+            transport: components["schemas"]["Transport"];
+            gateway?: components["schemas"]["GatewaySettings"] | null;
+        };
         /**
          * ControlIn
          * @description docs/emulator-contract.md POST /control; at least one change.
@@ -607,6 +733,21 @@ export interface components {
             response: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** Difference */
+        Difference: {
+            /**
+             * Difference
+             * @description mean minus the baseline's mean
+             */
+            difference: number | null;
+            /**
+             * Low
+             * @description Welch 95% interval
+             */
+            low: number | null;
+            /** High */
+            high: number | null;
         };
         /** Estimate */
         Estimate: {
@@ -710,10 +851,133 @@ export interface components {
              */
             created_at: string;
         };
+        /**
+         * GatewayAqm
+         * @description The gateway's egress queue toward the satellite (gateway/README.md, "AQM").
+         */
+        GatewayAqm: {
+            /**
+             * Kind
+             * @default drop_tail
+             * @enum {string}
+             */
+            kind: "drop_tail" | "red" | "red_ecn";
+            /**
+             * Limit Packets
+             * @default 1000
+             */
+            limit_packets: number;
+            /**
+             * Limit Bytes
+             * @default 1500000
+             */
+            limit_bytes: number;
+            /**
+             * Min Th Packets
+             * @description RED min_th, average packets
+             * @default 5
+             */
+            min_th_packets: number;
+            /**
+             * Max Th Packets
+             * @description RED max_th, average packets
+             * @default 15
+             */
+            max_th_packets: number;
+            /**
+             * Max P
+             * @description RED drop/mark probability at max_th
+             * @default 0.1
+             */
+            max_p: number;
+            /**
+             * W Q
+             * @description RED averaging weight
+             * @default 0.002
+             */
+            w_q: number;
+        };
+        /**
+         * GatewaySettings
+         * @description The edge gateway at both edges (gateway/README.md); absent: no gateway in the path.
+         */
+        GatewaySettings: {
+            /**
+             * Rate Factor
+             * @description egress pacing rate / the link's current useful rate
+             * @default 0.97
+             */
+            rate_factor: number;
+            /**
+             * @default {
+             *       "kind": "drop_tail",
+             *       "limit_packets": 1000,
+             *       "limit_bytes": 1500000,
+             *       "min_th_packets": 5,
+             *       "max_th_packets": 15,
+             *       "max_p": 0.1,
+             *       "w_q": 0.002
+             *     }
+             */
+            aqm: components["schemas"]["GatewayAqm"];
+            /**
+             * Eten
+             * @description BETEN notices for corrupted/erased packets
+             * @default false
+             */
+            eten: boolean;
+            /** Eten Hmac Key Hex */
+            eten_hmac_key_hex?: string | null;
+            /**
+             * Eten Rate Limit Per S
+             * @default 1000
+             */
+            eten_rate_limit_per_s: number;
+            /**
+             * Ceten
+             * @description CETEN survival estimates stamped on the TCP option
+             * @default false
+             */
+            ceten: boolean;
+            /**
+             * Ceten Reflect
+             * @description the st/gw edge reflects CETEN on ACKs
+             * @default false
+             */
+            ceten_reflect: boolean;
+            /**
+             * Ern
+             * @description IP-ERN router (XCP laws on ERN traffic)
+             * @default false
+             */
+            ern: boolean;
+            /** Ern Ports */
+            ern_ports?: number[];
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
+        };
+        /** MetricAggregate */
+        MetricAggregate: {
+            /**
+             * Mean
+             * @description mean over the successful repetitions
+             */
+            mean: number | null;
+            /**
+             * Half Width
+             * @description half-width of the Student-t 95% interval
+             */
+            half_width: number | null;
+            /** N */
+            n: number;
+            /**
+             * Values
+             * @description the value of every successful repetition
+             */
+            values: number[];
         };
         /** Page[ExperimentOut] */
         Page_ExperimentOut_: {
@@ -770,6 +1034,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
             estimate: components["schemas"]["Estimate"];
+        };
+        /** ResultsOut */
+        ResultsOut: {
+            /** Experiment Id */
+            experiment_id: number;
+            /** Rows */
+            rows: components["schemas"]["AggregateRow"][];
         };
         /** RevisionOut */
         RevisionOut: {
@@ -861,6 +1132,49 @@ export interface components {
             /** Revisions */
             revisions: number;
             latest: components["schemas"]["RevisionOut"] | null;
+        };
+        /**
+         * SchemeOut
+         * @description A transport scheme of the catalogue (satlab.catalog).
+         */
+        SchemeOut: {
+            /** Name */
+            name: string;
+            /** Label */
+            label: string;
+            /** Description */
+            description: string;
+            /**
+             * Paper Section
+             * @description the part of the paper it implements
+             */
+            paper_section: string | null;
+            /** @description a scenario `configurations[]` item */
+            configuration: components["schemas"]["Configuration"];
+        };
+        /** SeriesBuckets */
+        SeriesBuckets: {
+            /** Run Id */
+            run_id: number;
+            /** Name */
+            name: string;
+            /** Points */
+            points: number;
+            /**
+             * Buckets
+             * @description equal-width time buckets holding samples
+             */
+            buckets: components["schemas"]["Bucket"][];
+        };
+        /** SeriesInfo */
+        SeriesInfo: {
+            /**
+             * Name
+             * @description `link.<direction>.<field>` or `tcp.<host>:<sport>-<dport>.<f>`
+             */
+            name: string;
+            /** Points */
+            points: number;
         };
         /** SubmitOut */
         SubmitOut: {
@@ -954,6 +1268,18 @@ export interface components {
             /** Revoked At */
             revoked_at: string | null;
         };
+        /**
+         * Transport
+         * @description How the end hosts' TCP behaves in one configuration.
+         */
+        Transport: {
+            /**
+             * Congestion Control
+             * @description a kernel algorithm (cubic, reno, bbr) or a project eBPF one (endhosts/bpf)
+             * @default cubic
+             */
+            congestion_control: string;
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -1025,6 +1351,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": unknown;
+                };
+            };
+        };
+    };
+    list_schemes_api_schemes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchemeOut"][];
                 };
             };
         };
@@ -1655,9 +2001,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ResultsOut"];
                 };
             };
             /** @description Validation Error */
@@ -1691,9 +2035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ComparisonOut"];
                 };
             };
             /** @description Validation Error */
@@ -1891,9 +2233,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["SeriesInfo"][];
                 };
             };
             /** @description Validation Error */
@@ -1929,9 +2269,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SeriesBuckets"];
                 };
             };
             /** @description Validation Error */
@@ -1962,9 +2300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["ArtifactInfo"][];
                 };
             };
             /** @description Validation Error */

@@ -1,6 +1,7 @@
-// Shapes of the answers the OpenAPI spec leaves free-form (`dict[str, object]` on the API side):
-// results, comparison, series, the run document and the live events. Written from
-// api/satlab/service/{results,comparisons,events}.py and docs/run-result.md.
+// Shapes the OpenAPI spec cannot describe: the live events (Server-Sent Events, written from
+// api/satlab/service/events.py and docs/emulator-contract.md GET /status) and the run document
+// (free-form by design, docs/run-result.md). Results, comparisons and series are typed by the
+// spec (client.ts).
 
 export const METRICS = [
   'goodput_bps',
@@ -11,74 +12,6 @@ export const METRICS = [
   'jain_fairness',
 ] as const;
 export type Metric = (typeof METRICS)[number];
-
-export type SweepValue = number | string | null;
-
-export interface MetricAggregate {
-  mean: number | null;
-  half_width: number | null;
-  n: number;
-  values: number[];
-}
-
-export interface AggregateRow {
-  configuration: string;
-  sweep_value: SweepValue;
-  runs: number;
-  succeeded: number;
-  metrics: Record<Metric, MetricAggregate>;
-}
-
-export interface Results {
-  experiment_id: number;
-  rows: AggregateRow[];
-}
-
-export interface Interval {
-  low: number | null;
-  high: number | null;
-}
-
-export interface ComparedMetric extends Interval {
-  mean: number | null;
-  half_width: number | null;
-  n: number;
-  baseline_mean: number | null;
-  ratio: number | null;
-  difference: { difference: number | null } & Interval;
-}
-
-export interface Comparison {
-  experiment_id: number;
-  state: string;
-  baseline: string;
-  metrics: Metric[];
-  points: {
-    sweep_value: SweepValue;
-    configurations: { configuration: string; succeeded: number; metrics: Partial<Record<Metric, ComparedMetric>> }[];
-  }[];
-}
-
-export interface SeriesInfo {
-  name: string;
-  points: number;
-}
-
-export interface Bucket {
-  t0: number;
-  t1: number;
-  n: number;
-  min: number;
-  max: number;
-  mean: number;
-}
-
-export interface SeriesBuckets {
-  run_id: number;
-  name: string;
-  points: number;
-  buckets: Bucket[];
-}
 
 export interface LinkCounters {
   offered_packets?: number;
@@ -110,6 +43,21 @@ export interface EmulatorStatus {
   return?: DirectionStatus;
 }
 
+/** One sender connection's newest TCP_INFO sample in a heartbeat (`metrics.tcp[]`). */
+export interface LiveTcpSample {
+  host: string;
+  sport: number;
+  dport: number;
+  cc: string | null;
+  /** segments */
+  cwnd: number | null;
+  ssthresh: number | null;
+  srtt_us: number | null;
+  delivery_rate_bps: number | null;
+  retrans_total: number | null;
+  mss: number | null;
+}
+
 /** `event: run` data of the SSE endpoints. */
 export interface RunEvent {
   id: number;
@@ -120,7 +68,7 @@ export interface RunEvent {
   progress: number;
   message: string;
   /** the emulator's status while running; the headline metrics at the end */
-  metrics: (EmulatorStatus & Record<string, unknown>) | null;
+  metrics: (EmulatorStatus & { tcp?: LiveTcpSample[] } & Record<string, unknown>) | null;
 }
 
 export interface RunDocument {
@@ -132,7 +80,7 @@ export interface RunDocument {
   wall_s?: number;
   setup_s?: number;
   seed?: number;
-  sweep?: { path: string; value: SweepValue } | null;
+  sweep?: { path: string; value: number | string | null } | null;
   flows?: Record<string, unknown>[];
   hosts?: Record<string, Record<string, number>>;
   link_events?: Record<string, number>;

@@ -1,6 +1,6 @@
 import { render } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
-import type { AggregateRow, MetricAggregate } from '../api/types.ts';
+import type { AggregateRow, MetricAggregate } from '../api/client.ts';
 import { CompareChart, comparePoints } from './CompareChart.tsx';
 
 function agg(mean: number | null, hw: number | null): MetricAggregate {

@@ -2,7 +2,8 @@
 // sweep, bars with 95% whiskers). Drawn as SVG: a handful of points, crisp at any size, exportable
 // as SVG as is and as PNG, and every mark carries its number for screen readers and tests.
 import { useId, useRef } from 'react';
-import type { AggregateRow, Metric } from '../api/types.ts';
+import type { AggregateRow } from '../api/client.ts';
+import type { Metric } from '../api/types.ts';
 import { download, toCsv } from '../lib/csv.ts';
 import { fmtMetric, fmtSweep, METRIC_LABELS } from '../lib/format.ts';
 import { svgToPng } from '../lib/svg.ts';
@@ -19,7 +20,8 @@ export interface ComparePoint {
 
 export function comparePoints(rows: AggregateRow[], metric: Metric): ComparePoint[] {
   return rows.map((r) => {
-    const m = r.metrics[metric];
+    // a metric the API does not report counts as no successful repetition
+    const m = r.metrics[metric] ?? { mean: null, half_width: null, n: 0, values: [] };
     const hw = m.half_width;
     return {
       configuration: r.configuration,

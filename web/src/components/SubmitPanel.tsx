@@ -94,7 +94,7 @@ export function SubmitPanel({ scenarioId, revision, configurations, repetitions 
             </label>
           ))}
         </div>
-        <p className="field-help">The first one picked is the comparison's default baseline. The configurations a scenario can compare are its own (add more in the form: a name and a congestion control).</p>
+        <p className="field-help">The first one picked is the comparison's default baseline. The configurations a scenario can compare are its own: add more from the scheme catalogue (“Add a transport scheme”) or in the form.</p>
       </fieldset>
       <div className="fields">
         <div className="field">

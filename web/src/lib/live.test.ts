@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../api/types.ts';
-import { addLiveEvent, emptyLive } from './live.ts';
+import { addLiveEvent, connKey, emptyLive, latestTcp, tcpColumn } from './live.ts';
 
 function ev(at: string, bytes: number, modcod: number | null): RunEvent {
   return {
@@ -45,5 +45,26 @@ describe('live samples', () => {
     const s = emptyLive();
     expect(addLiveEvent(s, { ...ev('2026-11-22T06:18:27Z', 0, 1), metrics: null })).toBe(s);
     expect(addLiveEvent(s, { ...ev('2026-11-22T06:18:27Z', 0, 1), metrics: { goodput_bps: 5 } })).toBe(s);
+  });
+
+  it('keeps the TCP_INFO of each sender connection, one series per connection', () => {
+    const tcp = (sport: number, cwnd: number) => ({
+      host: 'srv1', sport, dport: 5001, cc: 'cubic', cwnd, ssthresh: 2147483647, srtt_us: 512_000,
+      delivery_rate_bps: 2e6, retrans_total: 0, mss: 1448,
+    });
+    const withTcp = (at: string, conns: ReturnType<typeof tcp>[]): RunEvent => {
+      const e = ev(at, 0, 28);
+      return { ...e, metrics: { ...e.metrics, tcp: conns } };
+    };
+    let s = emptyLive();
+    s = addLiveEvent(s, ev('2026-11-22T06:18:26.000Z', 0, 28));
+    s = addLiveEvent(s, withTcp('2026-11-22T06:18:27.000Z', [tcp(40000, 10)]));
+    s = addLiveEvent(s, withTcp('2026-11-22T06:18:28.000Z', [tcp(40000, 20), tcp(40002, 10)]));
+    expect(s.conns).toEqual(['srv1:40000-5001', 'srv1:40002-5001']);
+    expect(connKey(tcp(40000, 1))).toBe('srv1:40000-5001');
+    expect(tcpColumn(s, 'srv1:40000-5001', 'cwnd')).toEqual([null, 10, 20]);
+    expect(tcpColumn(s, 'srv1:40002-5001', 'cwnd')).toEqual([null, null, 10]);
+    expect(latestTcp(s).map((c) => c.cwnd)).toEqual([20, 10]);
+    expect(latestTcp(emptyLive())).toEqual([]);
   });
 });

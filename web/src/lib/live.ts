@@ -1,7 +1,13 @@
 // Live link samples from the SSE run events: every heartbeat carries the emulator's status
-// (docs/emulator-contract.md GET /status). Throughput is the delivered-bytes counter's increase
-// between two heartbeats over the time between them.
-import type { RunEvent } from '../api/types.ts';
+// (docs/emulator-contract.md GET /status) and `tcp`, the newest TCP_INFO sample of each sender
+// connection (api/satlab/service/control.py latest_tcp). Throughput is the delivered-bytes
+// counter's increase between two heartbeats over the time between them.
+import type { LiveTcpSample, RunEvent } from '../api/types.ts';
+
+/** A connection's key, the same as in the stored series names (`tcp.<key>.cwnd`). */
+export function connKey(c: LiveTcpSample): string {
+  return `${c.host}:${String(c.sport)}-${String(c.dport)}`;
+}
 
 export interface LiveSample {
   t: number;
@@ -11,6 +17,8 @@ export interface LiveSample {
   esn0Db: number;
   queuePackets: number;
   attenuationDb: number;
+  /** TCP_INFO of each sender connection at this heartbeat, by connKey */
+  tcp: Record<string, LiveTcpSample>;
 }
 
 export interface LiveState {
@@ -18,10 +26,12 @@ export interface LiveState {
   lastBytes: number | undefined;
   lastT: number | undefined;
   samples: LiveSample[];
+  /** every connection seen so far, in order of appearance (one chart series each) */
+  conns: string[];
 }
 
 export function emptyLive(): LiveState {
-  return { t0: undefined, lastBytes: undefined, lastT: undefined, samples: [] };
+  return { t0: undefined, lastBytes: undefined, lastT: undefined, samples: [], conns: [] };
 }
 
 /** Adds one event to a run's live state (returns a new state; events without status are ignored). */
@@ -43,6 +53,25 @@ export function addLiveEvent(s: LiveState, ev: RunEvent): LiveState {
     esn0Db: fwd.esn0_db,
     queuePackets: fwd.queue_packets,
     attenuationDb: fwd.attenuation_db,
+    tcp: Object.fromEntries((ev.metrics?.tcp ?? []).map((c) => [connKey(c), c])),
   };
-  return { t0, lastBytes: bytes ?? s.lastBytes, lastT: at, samples: [...s.samples, sample] };
+  const fresh = Object.keys(sample.tcp).filter((k) => !s.conns.includes(k));
+  return {
+    t0,
+    lastBytes: bytes ?? s.lastBytes,
+    lastT: at,
+    samples: [...s.samples, sample],
+    conns: fresh.length ? [...s.conns, ...fresh] : s.conns,
+  };
+}
+
+/** One chart series per connection: `field` of each sample (null where the connection was not open). */
+export function tcpColumn(s: LiveState, conn: string, field: 'cwnd' | 'srtt_us' | 'delivery_rate_bps'): (number | null)[] {
+  return s.samples.map((x) => x.tcp[conn]?.[field] ?? null);
+}
+
+/** The newest TCP_INFO sample of each connection (for the "now" line under the charts). */
+export function latestTcp(s: LiveState): LiveTcpSample[] {
+  const last = s.samples[s.samples.length - 1];
+  return last ? s.conns.flatMap((k) => (last.tcp[k] ? [last.tcp[k]] : [])) : [];
 }

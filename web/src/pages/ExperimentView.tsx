@@ -2,11 +2,12 @@
 // (metric vs sweep per configuration with 95% bands, ratios against a baseline with Fieller
 // intervals, fairness) with CSV/SVG/PNG exports.
 import { useEffect, useMemo, useState } from 'react';
-import { api, canSubmit, ok, raw, rawJson, type RunOut } from '../api/client.ts';
-import { METRICS, type Comparison, type Metric, type Results, type RunEvent } from '../api/types.ts';
+import { api, canSubmit, ok, raw, type Comparison, type RunOut } from '../api/client.ts';
+import { METRICS, type Metric, type RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { CompareChart } from '../components/CompareChart.tsx';
+import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { TimeChart } from '../components/TimeChart.tsx';
 import { download } from '../lib/csv.ts';
 import { fmtBps, fmtDuration, fmtMetric, fmtNum, fmtSweep, fmtWhen, METRIC_LABELS } from '../lib/format.ts';
@@ -97,9 +98,9 @@ export function ExperimentView({ id }: { id: number }) {
   const [metric, setMetric] = useState<Metric>('goodput_bps');
   const base = baseline ?? configs[0];
 
-  const results = useAsync(async () => (succeeded ? rawJson<Results>(`/api/experiments/${id}/results`) : undefined), [id, succeeded]);
+  const results = useAsync(async () => (succeeded ? ok(api.GET('/api/experiments/{experiment_id}/results', { params: { path: { experiment_id: id } } })) : undefined), [id, succeeded]);
   const comparison = useAsync(
-    async () => (succeeded && base ? rawJson<Comparison>(`/api/experiments/${id}/comparison?baseline=${encodeURIComponent(base)}`) : undefined),
+    async () => (succeeded && base ? ok(api.GET('/api/experiments/{experiment_id}/comparison', { params: { path: { experiment_id: id }, query: { baseline: base } } })) : undefined),
     [id, succeeded, base],
   );
 
@@ -205,8 +206,8 @@ export function ExperimentView({ id }: { id: number }) {
           {liveCharts ? (
             <>
               <p className="muted">
-                The emulator's forward link as the worker reports it (one sample per heartbeat). Throughput is what the
-                link delivered between two samples.{' '}
+                The emulator's forward link and the senders' TCP_INFO as the worker reports them (one sample per
+                heartbeat). Throughput is what the link delivered between two samples.{' '}
                 {watchedRun ? <a href={`#/runs/${watchedRun.id}`}>Open the run for live control →</a> : null}
               </p>
               <div className="grid2">
@@ -244,13 +245,14 @@ export function ExperimentView({ id }: { id: number }) {
                   series={[{ label: 'queue (packets)', values: liveCharts.s.map((x) => x.queuePackets) }]}
                   height={180}
                 />
-                <div className="note-box">
-                  <p><strong>Congestion window</strong>: the senders' TCP_INFO samples are stored when a run ends; open a finished run for its cwnd trace.</p>
-                  <p data-testid="live-now">
-                    Now: MODCOD {String(liveCharts.s[liveCharts.s.length - 1]?.modcod ?? '—')}, Es/N0{' '}
-                    {fmtNum(liveCharts.s[liveCharts.s.length - 1]?.esn0Db)} dB, queue {liveCharts.s[liveCharts.s.length - 1]?.queuePackets ?? '—'} packets
-                  </p>
-                </div>
+                <LiveCwndChart live={watchedLive ?? emptyLive()} name={`run-${watched ?? 0}-live-cwnd`} xLabel="time since first sample (s)" />
+              </div>
+              <div className="note-box">
+                <p data-testid="live-now">
+                  Now: MODCOD {String(liveCharts.s[liveCharts.s.length - 1]?.modcod ?? '—')}, Es/N0{' '}
+                  {fmtNum(liveCharts.s[liveCharts.s.length - 1]?.esn0Db)} dB, queue {liveCharts.s[liveCharts.s.length - 1]?.queuePackets ?? '—'} packets
+                </p>
+                {watchedLive ? <LiveTcpNow live={watchedLive} /> : null}
               </div>
             </>
           ) : (

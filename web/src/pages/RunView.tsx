@@ -2,10 +2,11 @@
 // bucket; zooming refetches the visible range at full detail), losses by cause, and live control
 // of the emulator while it runs.
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, ApiError, canSubmit, ok, rawJson } from '../api/client.ts';
-import type { RunDocument, RunEvent, SeriesBuckets, SeriesInfo } from '../api/types.ts';
+import { api, ApiError, canSubmit, ok, rawJson, type SeriesBuckets, type SeriesInfo } from '../api/client.ts';
+import type { RunDocument, RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
+import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { TimeChart, type ChartSeries } from '../components/TimeChart.tsx';
 import { fmtBps, fmtDuration, fmtNum, fmtSweep } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
@@ -59,12 +60,8 @@ function chartDefs(series: SeriesInfo[]): ChartDef[] {
 }
 
 async function fetchBuckets(runId: number, name: string, buckets: number, range?: [number, number]): Promise<SeriesBuckets> {
-  const q = new URLSearchParams({ buckets: String(buckets) });
-  if (range) {
-    q.set('from', String(range[0]));
-    q.set('to', String(range[1]));
-  }
-  return rawJson<SeriesBuckets>(`/api/runs/${runId}/series/${encodeURIComponent(name)}?${q.toString()}`);
+  const query = range ? { buckets, from: range[0], to: range[1] } : { buckets };
+  return ok(api.GET('/api/runs/{run_id}/series/{name}', { params: { path: { run_id: runId, name }, query } }));
 }
 
 /** Every series of a chart on one bucket grid (same from/to/buckets), so they share an x axis. */
@@ -229,7 +226,7 @@ export function RunView({ id }: { id: number }) {
   const run = useAsync(() => ok(api.GET('/api/runs/{run_id}', { params: { path: { run_id: id } } })), [id]);
   const state = run.data?.state;
   const ended = state ? TERMINAL.includes(state) : false;
-  const series = useAsync(async () => (state === 'succeeded' ? rawJson<SeriesInfo[]>(`/api/runs/${id}/series`) : []), [id, state]);
+  const series = useAsync(async () => (state === 'succeeded' ? ok(api.GET('/api/runs/{run_id}/series', { params: { path: { run_id: id } } })) : []), [id, state]);
   const doc = useAsync(async () => (ended ? rawJson<RunDocument>(`/api/runs/${id}/result`) : undefined), [id, ended]);
   const [live, setLive] = useState<LiveState>(emptyLive());
   const [now, setNow] = useState<RunEvent>();
@@ -300,7 +297,12 @@ export function RunView({ id }: { id: number }) {
               { label: 'Es/N0 (dB)', values: live.samples.map((s) => s.esn0Db) },
               { label: 'MODCOD', values: live.samples.map((s) => s.modcod), right: true, stepped: true },
             ]} height={180} />
+            <TimeChart title="Queue depth (live)" name={`run-${id}-live-queue`} yLabel="packets" xs={xs} series={[
+              { label: 'queue (packets)', values: live.samples.map((s) => s.queuePackets) },
+            ]} height={180} />
+            <LiveCwndChart live={live} name={`run-${id}-live-cwnd`} />
           </div>
+          <LiveTcpNow live={live} />
         </section>
       ) : null}
       {state === 'succeeded' ? (

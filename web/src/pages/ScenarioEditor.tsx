@@ -6,12 +6,15 @@ import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
 import { LinkFields } from '../components/LinkFields.tsx';
 import { ObjectFields, type FormCtx } from '../components/SchemaForm.tsx';
+import { DeleteScenario } from '../components/DeleteScenario.tsx';
+import { SchemePicker } from '../components/SchemePicker.tsx';
 import { SubmitPanel } from '../components/SubmitPanel.tsx';
 import { TracePanel } from '../components/TracePanel.tsx';
 import { fmtWhen } from '../lib/format.ts';
 import { navigate, useRoute } from '../lib/router.ts';
 import { groupErrors, type JsonSchema } from '../lib/schema.ts';
 import { useAsync } from '../lib/useAsync.ts';
+import { configurationToAdd } from '../lib/schemes.ts';
 import { appendInText, getIn, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
 import quickstartFade from '../templates/quickstart-fade.txt?raw';
 import quickstart from '../templates/quickstart.yaml?raw';
@@ -182,6 +185,9 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
             </select>
           </label>
         ) : null}
+        {!isNew && scenario.data && writable && (who.role === 'admin' || who.id === scenario.data.created_by) ? (
+          <DeleteScenario id={id} name={scenario.data.name} />
+        ) : null}
       </PageHead>
       <ErrorBox error={scenario.error ?? schema.error} title="Cannot load" />
       {!writable ? <p className="notice">You are signed in as a viewer: scenarios are read-only and you cannot submit experiments.</p> : null}
@@ -250,6 +256,15 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
         )}
       </div>
       {parsed?.data !== undefined ? <TracePanel scenario={parsed.data} canUpload={writable} pending={isNew ? (template?.files ?? {}) : {}} /> : null}
+      {writable && !readOnly && parsed?.data !== undefined ? (
+        <SchemePicker
+          scenario={parsed.data}
+          onAdd={(scheme) => {
+            edit((t) => appendInText(t, ['configurations'], configurationToAdd(scheme.configuration, parseYaml(t).data)));
+            setMessage(`Added configuration from “${scheme.label}”. ${isNew ? 'Create the scenario' : 'Save as a new revision'} to submit with it.`);
+          }}
+        />
+      ) : null}
       {!isNew && writable && scenario.data?.latest && !dirty ? (
         <SubmitPanel
           key={scenario.data.latest.number}

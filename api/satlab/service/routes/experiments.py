@@ -15,6 +15,7 @@ from satlab.service import comparisons, events, experiments, results
 from satlab.service.auth import Submitter, Viewer
 from satlab.service.experiments import ExperimentIn
 from satlab.service.models import EXPERIMENT_STATES, Experiment
+from satlab.service.result_schemas import ComparisonOut, ResultsOut
 from satlab.service.routes import Id, Limit, Offset
 from satlab.service.schemas import Estimate, ExperimentOut, Page, PlanOut, SubmitOut
 
@@ -115,7 +116,11 @@ def retry(who: Submitter, session: DB, experiment_id: Id) -> ExperimentOut:
     return _out(session, exp, with_runs=True)
 
 
-@router.get("/{experiment_id}/results", summary="Mean and 95% CI per configuration and sweep value")
+@router.get(
+    "/{experiment_id}/results",
+    response_model=ResultsOut,
+    summary="Mean and 95% CI per configuration and sweep value",
+)
 def aggregate(who: Viewer, session: DB, experiment_id: Id) -> dict[str, object]:
     exp = experiments.get(session, who, experiment_id)
     return {"experiment_id": exp.id, "rows": results.aggregate(session, exp)}
@@ -123,6 +128,7 @@ def aggregate(who: Viewer, session: DB, experiment_id: Id) -> dict[str, object]:
 
 @router.get(
     "/{experiment_id}/comparison",
+    response_model=ComparisonOut,
     summary="Each configuration against a baseline per sweep point (ratio, Fieller 95% CI)",
 )
 def comparison(

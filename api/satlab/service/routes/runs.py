@@ -14,6 +14,7 @@ from satlab.service import control, events, results, runs
 from satlab.service.auth import Submitter, Viewer
 from satlab.service.errors import NotFound
 from satlab.service.models import Artifact
+from satlab.service.result_schemas import ArtifactInfo, SeriesBuckets, SeriesInfo
 from satlab.service.routes import Id, Limit, Offset
 from satlab.service.routes.experiments import SSE_HEADERS
 from satlab.service.schemas import ControlOut, Page, RunOut
@@ -55,7 +56,11 @@ def get_result(who: Viewer, session: DB, run_id: Id) -> dict[str, Any]:
     return results.get_result(session, run_id)
 
 
-@router.get("/{run_id}/series", summary="The run's time series: names and sample counts")
+@router.get(
+    "/{run_id}/series",
+    response_model=list[SeriesInfo],
+    summary="The run's time series: names and sample counts",
+)
 def list_series(who: Viewer, session: DB, run_id: Id) -> list[dict[str, Any]]:
     runs.get_visible(session, who, run_id)
     return results.list_series(session, run_id)
@@ -63,6 +68,7 @@ def list_series(who: Viewer, session: DB, run_id: Id) -> list[dict[str, Any]]:
 
 @router.get(
     "/{run_id}/series/{name}",
+    response_model=SeriesBuckets,
     summary="One series downsampled: min/max/mean per time bucket",
 )
 def get_series(
@@ -78,7 +84,11 @@ def get_series(
     return results.downsample(session, run_id, name, buckets, t_from, t_to)
 
 
-@router.get("/{run_id}/artifacts", summary="Stored artifacts (pcaps, logs): names and sizes")
+@router.get(
+    "/{run_id}/artifacts",
+    response_model=list[ArtifactInfo],
+    summary="Stored artifacts (pcaps, logs): names and sizes",
+)
 def list_artifacts(who: Viewer, session: DB, run_id: Id) -> list[dict[str, Any]]:
     runs.get_visible(session, who, run_id)
     rows = session.execute(

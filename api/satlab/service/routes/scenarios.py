@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.orm import Session
 
-from satlab import db
+from satlab import catalog, db
 from satlab.db import get_session
 from satlab.scenario import json_schema
 from satlab.service import files, scenarios
@@ -18,7 +18,7 @@ from satlab.service.auth import Submitter, Viewer
 from satlab.service.errors import Invalid, TooLarge
 from satlab.service.models import FILE_KINDS
 from satlab.service.routes import Id, Limit, Offset
-from satlab.service.schemas import FileOut, Page, RevisionOut, ScenarioIn, ScenarioOut
+from satlab.service.schemas import FileOut, Page, RevisionOut, ScenarioIn, ScenarioOut, SchemeOut
 from satlab.settings import get_settings
 
 router = APIRouter(prefix="/api", tags=["scenarios"])
@@ -58,6 +58,16 @@ def _text(raw: bytes) -> str:
 @router.get("/scenario-schema", summary="The scenario JSON Schema (version 1)")
 def scenario_schema(_: Viewer) -> JSONResponse:
     return JSONResponse(json.loads(json_schema()))
+
+
+@router.get(
+    "/schemes",
+    response_model=list[SchemeOut],
+    response_model_exclude_unset=True,  # each configuration as written in the catalogue
+    summary="The transport schemes on offer, each a ready-made scenario configuration",
+)
+def list_schemes(_: Viewer) -> list[SchemeOut]:
+    return [SchemeOut.model_validate(s) for s in catalog.schemes()]
 
 
 @router.get("/scenarios", response_model=Page[ScenarioOut])

@@ -1,0 +1,113 @@
+"""The transport schemes SatLab offers, as ready-made scenario configurations (`GET /api/schemes`;
+the web UI's scheme picker adds them to a scenario).
+
+Adding a scheme is one entry in SCHEMES: `configuration` is a `configurations[]` item exactly as
+the scenario schema accepts it (satlab.scenario.Configuration; checked when this module loads, so
+a bad entry fails at start-up and in the tests, not in a run). `paper_section` names the part of
+the paper the scheme implements, or None for the standard baselines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from satlab.scenario import Configuration
+
+
+class Scheme(TypedDict):
+    name: str
+    label: str
+    description: str
+    paper_section: str | None
+    configuration: dict[str, Any]
+
+
+# Thresholds of the RED entries: the gateway's defaults (scenario.GatewayAqm: min_th 5, max_th 15
+# average packets, max_p 0.1, w_q 0.002), the classic Floyd-Jacobson values; a scenario that
+# wants others edits them after picking.
+SCHEMES: list[Scheme] = [
+    {
+        "name": "cubic",
+        "label": "TCP CUBIC (kernel)",
+        "description": "Linux's default congestion control, end to end; the usual baseline.",
+        "paper_section": None,
+        "configuration": {"name": "cubic", "transport": {"congestion_control": "cubic"}},
+    },
+    {
+        "name": "reno",
+        "label": "TCP Reno / NewReno with SACK (kernel)",
+        "description": "The kernel's reno: halves the window on every loss, corruption included.",
+        "paper_section": None,
+        "configuration": {"name": "reno", "transport": {"congestion_control": "reno"}},
+    },
+    {
+        "name": "bbr",
+        "label": "TCP BBR (kernel)",
+        "description": "Model-based: paces at the measured bottleneck rate and ignores single "
+        "losses.",
+        "paper_section": None,
+        "configuration": {"name": "bbr", "transport": {"congestion_control": "bbr"}},
+    },
+    {
+        "name": "sl_newreno",
+        "label": "NewReno in eBPF (sl_newreno)",
+        "description": "The project's eBPF NewReno (endhosts/bpf/newreno.bpf.c), the reference "
+        "every loss-differentiation scheme differs from only in how it classifies losses. The "
+        "hosts need it registered (endhosts/README.md).",
+        "paper_section": None,
+        "configuration": {"name": "sl_newreno", "transport": {"congestion_control": "sl_newreno"}},
+    },
+    {
+        "name": "cubic-droptail",
+        "label": "CUBIC behind the gateway, drop-tail",
+        "description": "The edge gateway in the path, pacing at 0.97 of the link's useful rate so "
+        "its drop-tail queue is the bottleneck (gateway/README.md).",
+        "paper_section": None,
+        "configuration": {
+            "name": "cubic-droptail",
+            "transport": {"congestion_control": "cubic"},
+            "gateway": {"aqm": {"kind": "drop_tail"}},
+        },
+    },
+    {
+        "name": "cubic-red",
+        "label": "CUBIC behind the gateway, RED",
+        "description": "The gateway's queue under RED (Floyd-Jacobson, count-based): early random "
+        "drops as the average queue grows.",
+        "paper_section": None,
+        "configuration": {
+            "name": "cubic-red",
+            "transport": {"congestion_control": "cubic"},
+            "gateway": {"aqm": {"kind": "red"}},
+        },
+    },
+    {
+        "name": "reno-red-ecn",
+        "label": "Reno behind the gateway, RED with ECN marks",
+        "description": "RED marks CE instead of dropping (the hosts negotiate ECN), so a loss "
+        "that still happens is more likely corruption: the bottleneck half of the TCP-ECN "
+        "error discriminator (the sender half is a later end-host scheme). The scenario's "
+        "hosts must ask for ECN: hosts.settings.ecn: on.",
+        "paper_section": "TCP-ECN error discriminator: RED marks at the bottleneck",
+        "configuration": {
+            "name": "reno-red-ecn",
+            "transport": {"congestion_control": "reno"},
+            "gateway": {"aqm": {"kind": "red_ecn"}},
+        },
+    },
+]
+
+
+def schemes() -> list[Scheme]:
+    return SCHEMES
+
+
+def _check() -> None:
+    names = [s["name"] for s in SCHEMES]
+    if len(set(names)) != len(names):
+        raise ValueError(f"satlab.catalog: scheme names must be unique: {names}")
+    for s in SCHEMES:
+        Configuration.model_validate(s["configuration"])
+
+
+_check()

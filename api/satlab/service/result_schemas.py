@@ -1,0 +1,92 @@
+"""Response bodies of the result endpoints (/results, /comparison, /series, /artifacts), so that
+the OpenAPI spec, and the web client generated from it, describe them. Built from what
+satlab.service.results and satlab.service.comparisons return."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+SweepValue = float | int | str | None
+
+
+class MetricAggregate(BaseModel):
+    mean: float | None = Field(description="mean over the successful repetitions")
+    half_width: float | None = Field(description="half-width of the Student-t 95% interval")
+    n: int
+    values: list[float] = Field(description="the value of every successful repetition")
+
+
+class AggregateRow(BaseModel):
+    configuration: str
+    sweep_value: SweepValue
+    runs: int
+    succeeded: int
+    metrics: dict[str, MetricAggregate] = Field(description="by metric (results.METRICS)")
+
+
+class ResultsOut(BaseModel):
+    experiment_id: int
+    rows: list[AggregateRow]
+
+
+class Difference(BaseModel):
+    difference: float | None = Field(description="mean minus the baseline's mean")
+    low: float | None = Field(description="Welch 95% interval")
+    high: float | None
+
+
+class ComparedMetric(BaseModel):
+    mean: float | None
+    half_width: float | None
+    n: int
+    baseline_mean: float | None
+    ratio: float | None = Field(description="mean over the baseline's mean")
+    low: float | None = Field(description="Fieller 95% interval of the ratio (null: unbounded)")
+    high: float | None
+    difference: Difference
+
+
+class ComparedConfiguration(BaseModel):
+    configuration: str
+    succeeded: int
+    metrics: dict[str, ComparedMetric]
+
+
+class ComparisonPoint(BaseModel):
+    sweep_value: SweepValue
+    configurations: list[ComparedConfiguration]
+
+
+class ComparisonOut(BaseModel):
+    experiment_id: int
+    state: str
+    baseline: str
+    metrics: list[str]
+    points: list[ComparisonPoint]
+
+
+class SeriesInfo(BaseModel):
+    name: str = Field(description="`link.<direction>.<field>` or `tcp.<host>:<sport>-<dport>.<f>`")
+    points: int
+
+
+class Bucket(BaseModel):
+    t0: float
+    t1: float
+    n: int
+    min: float
+    max: float
+    mean: float
+
+
+class SeriesBuckets(BaseModel):
+    run_id: int
+    name: str
+    points: int
+    buckets: list[Bucket] = Field(description="equal-width time buckets holding samples")
+
+
+class ArtifactInfo(BaseModel):
+    name: str
+    content_type: str
+    size_bytes: int
