@@ -162,6 +162,14 @@ class GatewaySettings(Strict):
     eten_rate_limit_per_s: float = Field(1000, ge=0, le=1e7)
     ceten: bool = Field(False, description="CETEN survival estimates stamped on the TCP option")
     ceten_reflect: bool = Field(False, description="the st/gw edge reflects CETEN on ACKs")
+    ceten_alpha: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="EWMA weight of the newest packet in the per-link survival estimates (the "
+        "ETEN report's 0.5 forgets a corruption within about ten packets; smaller values "
+        "remember longer)",
+    )
     ern: bool = Field(False, description="IP-ERN router (XCP laws on ERN traffic)")
     ern_ports: list[int] = Field(default_factory=list, max_length=64)
 
@@ -240,10 +248,11 @@ def _check_project_cc(where: str, cc: str, c: Configuration) -> None:
             f"{where}: congestion control {cc!r} is not a project scheme "
             f"(one of {', '.join(sorted(SCHEMES))})"
         )
-    if SCHEMES[cc].tc_ingress and (c.gateway is None or not c.gateway.eten):
+    flag = SCHEMES[cc].needs_gateway
+    if flag and (c.gateway is None or not getattr(c.gateway, flag)):
         raise ValueError(
-            f"{where}.gateway.eten: {cc} needs the satellite edge's notices "
-            "(gateway: {eten: true})"
+            f"{where}.gateway.{flag}: {cc} needs it from the satellite edges "
+            f"(gateway: {{{flag}: true}})"
         )
 
 

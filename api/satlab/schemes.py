@@ -52,6 +52,11 @@ class Scheme:
     placeholder: str  # the .name the object is compiled with
     tc_ingress: bool = False  # parses notices on the host's interface (BETEN)
     oracle: bool = False  # the emulator writes notices into the host's map
+    cgroup: bool = False  # sockops on the host's cgroup: the traffic processes run in it
+    receiver_too: bool = False  # the receiving host runs it as well (CETEN reflection)
+    ceten_variant: int | None = None  # ceten_config.variant: 0 printed, 1 loss fraction
+    needs_gateway: str | None = None  # GatewaySettings flag the scheme depends on
+    stats_map: str = ""  # the loader prints this map's counters, named by `stats`
     stats: tuple[str, ...] = ()
     description: str = ""
 
@@ -72,6 +77,8 @@ SCHEMES: dict[str, Scheme] = {
             "eten.bpf.o",
             "sl_beten",
             tc_ingress=True,
+            needs_gateway="eten",
+            stats_map="eten_stats",
             stats=ETEN_STATS,
             description="BETEN (ETEN report section 2): the satellite edge's ICMP notices, "
             "validated on the host; a notified loss is retransmitted without a window cut",
@@ -82,9 +89,38 @@ SCHEMES: dict[str, Scheme] = {
             "eten.bpf.o",
             "sl_beten",
             oracle=True,
+            stats_map="eten_stats",
             stats=ETEN_STATS,
             description="Oracle ETEN (report section 2): the emulator tells the sender at once "
             "and without loss; the upper bound of per-packet ETEN",
+        ),
+        Scheme(
+            "sl_ceten",
+            "ceten",
+            "ceten.bpf.o",
+            "sl_ceten",
+            cgroup=True,
+            receiver_too=True,
+            ceten_variant=0,
+            needs_gateway="ceten",
+            stats_map="ceten_stats",
+            stats=CETEN_STATS,
+            description="CETEN (ETEN report section 4): path survival probabilities in a TCP "
+            "option; each loss is congestion with probability p_cong / (p_cong + p_corr)",
+        ),
+        Scheme(
+            "sl_ceten_lf",
+            "cetenlf",
+            "ceten.bpf.o",
+            "sl_ceten",
+            cgroup=True,
+            receiver_too=True,
+            ceten_variant=1,
+            needs_gateway="ceten",
+            stats_map="ceten_stats",
+            stats=CETEN_STATS,
+            description="CETEN, loss-fraction variant: congestion with probability "
+            "(1 - p_cong) / ((1 - p_cong) + (1 - p_corr))",
         ),
         Scheme(
             "sl_westwood",

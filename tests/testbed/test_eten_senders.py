@@ -12,6 +12,7 @@ from typing import Any
 
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.testbed.runner import run_one
+from satlab.testbed.schemes import AVAILABLE_CC, CGROUP_ROOT, pin_dir
 
 DURATION_S = 15
 SEEDS = (1, 2, 3)
@@ -83,3 +84,36 @@ def test_eten_keeps_the_window_and_beats_newreno(emulator_bin: Path) -> None:
     # the Oracle/BETEN comparison, which the same channel per seed makes small but not zero).
     assert mean["beten"] > 1.3 * mean["newreno"], report
     assert mean["oracle"] >= 0.9 * mean["beten"], report
+
+
+def test_ceten_runs_end_to_end_and_leaves_nothing(emulator_bin: Path) -> None:
+    """CETEN through both edges: the sender writes the option, the gateways stamp the link
+    estimates, the receiver reflects them, the sender's losses are drawn against them."""
+    sc_dict = scenario(1)
+    sc_dict["duration_s"] = 10
+    sc_dict["traffic"] = [{"kind": "bulk_tcp", "duration_s": 10}]
+    sc_dict["configurations"] = [
+        {
+            "name": "ceten",
+            "transport": {"congestion_control": "sl_ceten"},
+            "gateway": {"ceten": True},
+        }
+    ]
+    sc = parse_scenario(sc_dict)
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    sender = res["endhosts"]["srv1"]["sl_ceten"]
+    receiver = res["endhosts"]["cli1"]["sl_ceten"]
+    report = f"sender {sender}, receiver {receiver}, gateways {res['gateway']}"
+    assert sender["stats"]["options_written"] > 100, report
+    assert receiver["stats"]["options_parsed"] > 100, report  # stamped data segments
+    assert sender["stats"]["options_parsed"] > 50, report  # ACKs with reflected values
+    assert res["gateway"]["gw"]["counters"]["ceten_stamped"] > 0, report
+    losses = sender["stats"]["loss_corruption"] + sender["stats"]["loss_congestion"]
+    assert losses > 0 and sender["stats"]["loss_no_estimate"] <= 1, report
+
+    # Nothing of the run stays in the kernel: instances, pins, cgroups.
+    available = AVAILABLE_CC.read_text().split()
+    assert sender["cc"] not in available and receiver["cc"] not in available
+    assert not pin_dir(res["testbed_id"]).exists()
+    assert not list(CGROUP_ROOT.glob(f"{res['testbed_id']}-*"))

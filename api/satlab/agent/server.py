@@ -7,7 +7,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), an end-host scheme loader
                                     (kind=scheme: endhosts/build/sl-scheme), or a pcap
-                                    (kind=capture, args [iface, file, snaplen, count])
+                                    (kind=capture, args [iface, file, snaplen, count]); with
+                                    `cgroup`, in that cgroup (a scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
@@ -38,6 +39,7 @@ from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.schemes import LOADER_BIN
 from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
+from satlab.testbed.schemes import CGROUP_ROOT
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
@@ -172,6 +174,14 @@ class Agent:
             return 400, {
                 "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, scheme, capture"
             }
+        cgroup = body.get("cgroup")
+        if cgroup is not None:
+            # A scheme's sockops program acts on the sockets of the processes in the host's
+            # cgroup: the process joins it before it execs, so its first socket is covered.
+            cg = Path(cgroup)
+            if CGROUP_ROOT not in cg.parents or not (cg / "cgroup.procs").exists():
+                return 400, {"error": f"cgroup: {cgroup!r} is not a cgroup under {CGROUP_ROOT}"}
+            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cg), *argv]
         with self.lock:
             if ident in self.procs:
                 return 409, {"error": f"id: process {ident!r} exists"}

@@ -40,7 +40,7 @@ def gateway_config(
             "hmac_key_hex": g.eten_hmac_key_hex,
             "rate_limit_per_s": g.eten_rate_limit_per_s,
         },
-        "ceten": {"enabled": g.ceten, "reflect": g.ceten_reflect},
+        "ceten": {"enabled": g.ceten, "reflect": g.ceten_reflect, "alpha": g.ceten_alpha},
         "ern": {"enabled": g.ern, "ports": list(g.ern_ports)},
         "http": {"listen": HTTP_LISTEN},
     }

@@ -148,11 +148,15 @@ def _execute(
     t_setup = time.monotonic()
     tb.apply_host_settings(sc.hosts.settings)
     conf = spec.configuration
-    wanted: dict[str, set[str]] = {}
+    senders_cc: dict[str, set[str]] = {}
+    pairs: list[tuple[str, str, str]] = []
     for t in sc.traffic:
         if not isinstance(t, UdpCross):
             cc = t.congestion_control or conf.transport.congestion_control
-            wanted.setdefault(_roles(t)[0], set()).add(cc)
+            sender, receiver = _roles(t)
+            senders_cc.setdefault(sender, set()).add(cc)
+            pairs.append((sender, receiver, cc))
+    wanted = host_schemes.hosts_needing(senders_cc, pairs)
     eten = host_schemes.EtenOptions(
         hmac_key_hex=conf.gateway.eten_hmac_key_hex if conf.gateway else None,
         rate_limit_per_s=conf.transport.eten.rate_limit_per_s,
@@ -188,7 +192,12 @@ def _execute(
             receiver,
             "POST",
             "/processes",
-            {"id": f"sink{i}", "kind": "traffic", "args": ["sink", "--port", str(BASE_PORT + i)]},
+            {
+                "id": f"sink{i}",
+                "kind": "traffic",
+                "args": ["sink", "--port", str(BASE_PORT + i)],
+                **loaded.process_options(receiver),
+            },
         )
         senders[i] = sender
         sample_ports.setdefault(sender, []).append(BASE_PORT + i)
@@ -208,9 +217,8 @@ def _execute(
             spec.seed + i,
             sc.duration_s,
         )
-        tb.agent(
-            senders[i], "POST", "/processes", {"id": f"send{i}", "kind": "traffic", "args": args}
-        )
+        body = {"id": f"send{i}", "kind": "traffic", "args": args}
+        tb.agent(senders[i], "POST", "/processes", {**body, **loaded.process_options(sender)})
 
     _wait(sc, tb, senders, t0, progress, edges)
     flows_out = {i: tb.agent(senders[i], "DELETE", f"/processes/send{i}") for i in senders}

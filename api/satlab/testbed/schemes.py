@@ -1,15 +1,19 @@
 """Project congestion controls on a testbed's sending hosts, for the length of one run.
 
-Each (sending host, project scheme) pair gets an `sl-scheme` process started through the host's
-agent (kind `scheme`): it loads the scheme's eBPF object, registers a per-host instance of the
-congestion control, attaches the scheme's tc ingress program to the host's interface when the scheme
-has one, and pins the scheme's maps under PIN_ROOT/<testbed id>, where the emulator's Oracle ETEN
-writer finds eten_notices. Stopping the process (or its death) detaches everything: registration
-and attachment are BPF links owned by it (endhosts/loader/sl-scheme.c).
+Each (host, project scheme) pair gets an `sl-scheme` process started through the host's agent
+(kind `scheme`): it loads the scheme's eBPF object, registers a per-host instance of the congestion
+control, attaches the scheme's tc ingress program to the host's interface and its sockops program
+to the host's cgroup (CGROUP_ROOT/<testbed id>-<role>, where the agent then starts that host's
+traffic) when the scheme has them, and pins the scheme's maps under PIN_ROOT/<testbed id>, where the
+emulator's Oracle ETEN writer finds eten_notices. Senders load every scheme they use; receivers the
+schemes that need them too (CETEN: the receiver reflects). Stopping the process (or its death)
+detaches everything: registration and attachment are BPF links owned by it
+(endhosts/loader/sl-scheme.c).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import struct
 import subprocess
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 BPFFS = Path("/sys/fs/bpf")
 PIN_ROOT = BPFFS / "satlab"
+CGROUP_ROOT = Path("/sys/fs/cgroup/unified/satlab")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 10.0
 
@@ -45,9 +50,18 @@ def pin_dir(testbed_id: str) -> Path:
     return PIN_ROOT / testbed_id
 
 
+def cgroup_dir(testbed_id: str, role: str) -> Path:
+    return CGROUP_ROOT / f"{testbed_id}-{role}"
+
+
 def remove_pins(testbed_id: str) -> None:
-    """What a killed loader left pinned (unlinking a pin frees the map once nothing uses it)."""
+    """What a killed loader left: pins (unlinking one frees the map once nothing uses it) and the
+    hosts' cgroups (empty once the testbed's processes are gone)."""
     shutil.rmtree(pin_dir(testbed_id), ignore_errors=True)
+    if CGROUP_ROOT.is_dir():
+        for d in CGROUP_ROOT.glob(f"{testbed_id}-*"):
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 @dataclass
@@ -72,17 +86,36 @@ class LoadedSchemes:
 
     names: dict[tuple[str, str], str] = field(default_factory=dict)
     procs: dict[str, tuple[str, Scheme]] = field(default_factory=dict)  # proc id -> (role, scheme)
+    cgroups: dict[str, Path] = field(default_factory=dict)  # role -> its traffic's cgroup
 
     def cc_for(self, role: str, congestion_control: str) -> str:
         return self.names.get((role, congestion_control), congestion_control)
+
+    def process_options(self, role: str) -> dict[str, str]:
+        """Extra fields of the agent's POST /processes for this host's traffic."""
+        cg = self.cgroups.get(role)
+        return {"cgroup": str(cg)} if cg else {}
 
     @property
     def oracle(self) -> bool:
         return any(s.oracle for _, s in self.procs.values())
 
 
+def hosts_needing(
+    senders: dict[str, set[str]], pairs: list[tuple[str, str, str]]
+) -> dict[str, set[str]]:
+    """{role: {scheme}} to load: each sender's, plus a receiver's where the scheme needs it.
+    `pairs` are (sender, receiver, congestion control) of the TCP traffic."""
+    out = {role: set(ccs) for role, ccs in senders.items()}
+    for _, receiver, cc in pairs:
+        scheme = project_scheme(cc)
+        if scheme is not None and scheme.receiver_too:
+            out.setdefault(receiver, set()).add(cc)
+    return out
+
+
 def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> LoadedSchemes:
-    """Loads every project scheme in `wanted` ({sending role: {congestion_control}})."""
+    """Loads every project scheme in `wanted` ({role: {congestion_control}})."""
     loaded = LoadedSchemes()
     ensure_bpffs()
     pins = pin_dir(tb.id)
@@ -107,6 +140,13 @@ def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> Loaded
                 args += ["--tc-ingress", "eth0"]
             if scheme.object == "eten.bpf.o":
                 args += ["--set", f"eten_config={eten.config_hex()}"]
+            if scheme.ceten_variant is not None:
+                args += ["--set", f"ceten_config={struct.pack('<I', scheme.ceten_variant).hex()}"]
+            if scheme.cgroup:
+                cg = cgroup_dir(tb.id, role)
+                cg.mkdir(parents=True, exist_ok=True)
+                loaded.cgroups[role] = cg
+                args += ["--cgroup", str(cg)]
             ident = f"scheme-{scheme.short}"
             tb.agent(role, "POST", "/processes", {"id": ident, "kind": "scheme", "args": args})
             loaded.procs[f"{role}/{ident}"] = (role, scheme)
@@ -142,7 +182,7 @@ def stop(tb: Testbed, loaded: LoadedSchemes) -> dict[str, Any]:
     for key, (role, scheme) in loaded.procs.items():
         ident = key.split("/", 1)[1]
         st = tb.agent(role, "DELETE", f"/processes/{ident}")
-        raw = ((st.get("result") or {}).get("stats") or {}).get("eten_stats")
+        raw = ((st.get("result") or {}).get("stats") or {}).get(scheme.stats_map)
         entry: dict[str, Any] = {"cc": instance_name(tb.id, role, scheme)}
         if raw is not None and scheme.stats:
             entry["stats"] = dict(zip(scheme.stats, raw, strict=False))
