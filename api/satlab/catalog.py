@@ -52,8 +52,8 @@ SCHEMES: list[Scheme] = [
         "name": "sl_newreno",
         "label": "NewReno in eBPF (sl_newreno)",
         "description": "The project's eBPF NewReno (endhosts/bpf/newreno.bpf.c), the reference "
-        "every loss-differentiation scheme differs from only in how it classifies losses. The "
-        "hosts need it registered (endhosts/README.md).",
+        "every loss-differentiation scheme differs from only in how it classifies losses. "
+        "Loaded on the sending hosts for the run.",
         "paper_section": None,
         "configuration": {"name": "sl_newreno", "transport": {"congestion_control": "sl_newreno"}},
     },
@@ -94,6 +94,64 @@ SCHEMES: list[Scheme] = [
             "transport": {"congestion_control": "reno"},
             "gateway": {"aqm": {"kind": "red_ecn"}},
         },
+    },
+    {
+        "name": "beten",
+        "label": "BETEN: per-packet ETEN notices from the satellite edge",
+        "description": "The st edge sends an ICMP notice back to the sender for each packet the "
+        "link corrupted; the sender validates it (flow, window, duplicates, rate, optional "
+        "HMAC) and retransmits that loss without cutting its window.",
+        "paper_section": "ETEN report (BBN TR 8333) sections 2-3, 7: BETEN",
+        "configuration": {
+            "name": "beten",
+            "transport": {"congestion_control": "sl_beten"},
+            "gateway": {"eten": True},
+        },
+    },
+    {
+        "name": "oracle",
+        "label": "Oracle ETEN: the upper bound",
+        "description": "The emulator tells the sender the instant it corrupts a packet, with no "
+        "delay and no loss. What per-packet ETEN could gain at best.",
+        "paper_section": "ETEN report section 2: Oracle ETEN",
+        "configuration": {
+            "name": "oracle",
+            "transport": {"congestion_control": "sl_oracle"},
+            "gateway": {"eten": True},
+        },
+    },
+    {
+        "name": "ceten",
+        "label": "CETEN: cumulative path error statistics",
+        "description": "The edges stamp per-link corruption and congestion survival estimates "
+        "on a TCP option; the receiver reflects them; each loss is congestion with probability "
+        "p_cong / (p_cong + p_corr), as the report prints it.",
+        "paper_section": "ETEN report section 4: CETEN",
+        "configuration": {
+            "name": "ceten",
+            "transport": {"congestion_control": "sl_ceten"},
+            "gateway": {"ceten": True},
+        },
+    },
+    {
+        "name": "ceten-lf",
+        "label": "CETEN, loss-fraction variant",
+        "description": "CETEN with congestion probability (1 - p_cong) / ((1 - p_cong) + "
+        "(1 - p_corr)): the share each cause has in the path's losses.",
+        "paper_section": "ETEN report section 4: CETEN (variant, eten.md [D])",
+        "configuration": {
+            "name": "ceten-lf",
+            "transport": {"congestion_control": "sl_ceten_lf"},
+            "gateway": {"ceten": True},
+        },
+    },
+    {
+        "name": "westwood",
+        "label": "TCP Westwood+ (eBPF)",
+        "description": "After a loss, ssthresh comes from the bandwidth estimate instead of "
+        "halving: the ETEN report's comparison scheme.",
+        "paper_section": "ETEN report sims 5/6: Westwood",
+        "configuration": {"name": "westwood", "transport": {"congestion_control": "sl_westwood"}},
     },
 ]
 
