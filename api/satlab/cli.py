@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -29,7 +31,23 @@ from satlab.testbed.testbed import sweep
 console = Console()
 
 
+def _stop_on_sigterm(main_pid: int) -> None:
+    """SIGTERM (a CI job cancelled, `kill`) unwinds like Ctrl-C: the testbed in use is torn down
+    by its context manager instead of waiting for the next run's sweeper. Forked helpers
+    (pyroute2's namespace workers) inherit the handler and must still just die of it."""
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != main_pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _stop_on_sigterm(os.getpid())
     try:
         sc = load_scenario(Path(args.scenario))
     except ScenarioError as err:
@@ -140,7 +158,13 @@ def main(argv: list[str] | None = None) -> None:
     if remote_cli.handles(args.cmd):
         sys.exit(remote_cli.dispatch(args))
     if args.cmd == "run":
-        sys.exit(cmd_run(args))
+        try:
+            sys.exit(cmd_run(args))
+        except KeyboardInterrupt:
+            console.print(
+                "[yellow]interrupted: the run in progress was stopped and its testbed removed"
+            )
+            sys.exit(130)
     elif args.cmd == "schema":
         print(json_schema())
     else:

@@ -223,6 +223,9 @@ class Testbed:
         metrics = {}
         if s.window_clamp_bytes:
             metrics["RTAX_WINDOW"] = s.window_clamp_bytes
+            # Receive-buffer autotuning raises a connection's window clamp as the buffer grows
+            # (tcp_rcv_space_adjust): with it on, the clamp holds only for the first RTTs.
+            sysctls["net.ipv4.tcp_moderate_rcvbuf"] = 0
         if s.mss_bytes:
             metrics["RTAX_ADVMSS"] = s.mss_bytes
         if s.initial_cwnd_packets:
