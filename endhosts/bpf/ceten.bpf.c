@@ -260,16 +260,14 @@ void BPF_PROG(ceten_set_state, struct sock *sk, __u8 new_state)
 SEC("struct_ops/ceten_cong_avoid")
 void BPF_PROG(ceten_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	kw_reno_cong_avoid(sk, acked);
+	sl_tcp_reno_cong_avoid(sk, acked);
 }
 
 SEC("struct_ops/ceten_undo_cwnd")
 __u32 BPF_PROG(ceten_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
 	((struct ceten_ca *)inet_csk_ca(sk))->kw.corruption = 0;
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+	return sl_tcp_reno_undo_cwnd(sk);
 }
 
 /* .name is a placeholder: the loader registers one instance per host under its own name. */

@@ -402,19 +402,18 @@ void BPF_PROG(beten_set_state, struct sock *sk, __u8 new_state)
 SEC("struct_ops/beten_cong_avoid")
 void BPF_PROG(beten_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	kw_reno_cong_avoid(sk, acked);
+	sl_tcp_reno_cong_avoid(sk, acked);
 }
 
 SEC("struct_ops/beten_undo_cwnd")
 __u32 BPF_PROG(beten_undo_cwnd, struct sock *sk)
 {
 	struct beten_ca *ca = inet_csk_ca(sk);
-	const struct tcp_sock *tp = tcp_sk(sk);
 
 	/* The kernel found the reduction spurious and restores ssthresh itself. */
 	ca->kw.corruption = 0;
 	ca->pending = 0;
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+	return sl_tcp_reno_undo_cwnd(sk);
 }
 
 /*

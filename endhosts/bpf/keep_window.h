@@ -67,19 +67,4 @@ static __always_inline int kw_loss_over(const struct sock *sk, __u8 new_state)
 	return new_state == TCP_CA_Open && inet_csk(sk)->icsk_ca_state == TCP_CA_Loss;
 }
 
-/* NewReno's window growth (tcp_reno_cong_avoid), the same for every scheme. */
-static __always_inline void kw_reno_cong_avoid(struct sock *sk, __u32 acked)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!sl_tcp_is_cwnd_limited(sk))
-		return;
-	if (sl_tcp_in_slow_start(tp)) {
-		acked = sl_tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
-}
-
 #endif /* SATLAB_KEEP_WINDOW_H */

@@ -45,35 +45,18 @@ __u32 BPF_PROG(newreno_ssthresh, struct sock *sk)
 	return newreno_loss_ssthresh(tcp_sk(sk));
 }
 
-/* tcp_reno_cong_avoid(): slow start below ssthresh, additive increase above it. */
+/* tcp_reno_cong_avoid() (tcp_ca_helpers.h). */
 SEC("struct_ops/newreno_cong_avoid")
 void BPF_PROG(newreno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!sl_tcp_is_cwnd_limited(sk))
-		return;
-
-	/* In "safe" area, increase. */
-	if (sl_tcp_in_slow_start(tp)) {
-		acked = sl_tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	/* In dangerous area, increase slowly. */
-	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+	sl_tcp_reno_cong_avoid(sk, acked);
 }
 
-/*
- * tcp_reno_undo_cwnd(): after a reduction the kernel found spurious, restore the window
- * it had before (prior_cwnd, saved by the kernel when it entered recovery or loss).
- */
+/* tcp_reno_undo_cwnd() (tcp_ca_helpers.h). */
 SEC("struct_ops/newreno_undo_cwnd")
 __u32 BPF_PROG(newreno_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+	return sl_tcp_reno_undo_cwnd(sk);
 }
 
 /*

@@ -106,4 +106,36 @@ static __always_inline void sl_tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, _
 	tp->snd_cwnd = sl_min(tp->snd_cwnd, tp->snd_cwnd_clamp);
 }
 
+/*
+ * tcp_reno_cong_avoid(): slow start below ssthresh, additive increase above it, while the
+ * sender uses its window. The window growth every SatLab scheme shares.
+ */
+static __always_inline void sl_tcp_reno_cong_avoid(struct sock *sk, __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!sl_tcp_is_cwnd_limited(sk))
+		return;
+
+	/* In "safe" area, increase. */
+	if (sl_tcp_in_slow_start(tp)) {
+		acked = sl_tcp_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	/* In dangerous area, increase slowly. */
+	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+}
+
+/*
+ * tcp_reno_undo_cwnd(): after a reduction the kernel found spurious, restore the window
+ * it had before (prior_cwnd, saved by the kernel when it entered recovery or loss).
+ */
+static __always_inline __u32 sl_tcp_reno_undo_cwnd(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+}
+
 #endif /* SATLAB_TCP_CA_HELPERS_H */

@@ -289,28 +289,14 @@ __u32 BPF_PROG(westwood_ssthresh, struct sock *sk)
 SEC("struct_ops/westwood_cong_avoid")
 void BPF_PROG(westwood_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!sl_tcp_is_cwnd_limited(sk))
-		return;
-
-	/* In "safe" area, increase. */
-	if (sl_tcp_in_slow_start(tp)) {
-		acked = sl_tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	/* In dangerous area, increase slowly. */
-	sl_tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked);
+	sl_tcp_reno_cong_avoid(sk, acked);
 }
 
 /* .undo_cwnd = tcp_reno_undo_cwnd: a spurious reduction restores the window before it. */
 SEC("struct_ops/westwood_undo_cwnd")
 __u32 BPF_PROG(westwood_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+	return sl_tcp_reno_undo_cwnd(sk);
 }
 
 /*
