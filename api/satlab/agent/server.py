@@ -5,15 +5,15 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
-                                    edge gateway (kind=gateway), or a pcap (kind=capture, args
-                                    [iface, file, snaplen, count])
+                                    edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
+                                    or a pcap (kind=capture, args [iface, file, snaplen, count])
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
   POST /bpf         {action: register|unregister, object|name}  struct_ops via bpftool
-Only these programs run: the project's traffic generator, its emulator and gateway, tcpdump,
+Only these programs run: the project's traffic generator, its emulator, gateway and PEP, tcpdump,
 ethtool and bpftool, so an agent on a physical host is no remote shell.
 """
 
@@ -36,6 +36,7 @@ from satlab.agent import tcpinfo
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
+from satlab.testbed.pep import PEP_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
@@ -148,6 +149,8 @@ class Agent:
             argv = [str(EMULATOR_BIN), *args]
         elif kind == "gateway":
             argv = [str(GATEWAY_BIN), *args]
+        elif kind == "pep":
+            argv = [str(PEP_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -165,7 +168,7 @@ class Agent:
             ]
         else:
             return 400, {
-                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, capture"
+                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, pep, capture"
             }
         with self.lock:
             if ident in self.procs:

@@ -1,9 +1,10 @@
 """Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
 
 Order: testbed up -> host settings -> emulator started with the run's seed -> edge gateways (when
-the configuration has a `gateway` section) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
-watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
-and a fresh emulator per run means every configuration starts from the same channel state at t=0.
+the configuration has a `gateway` section) -> split-TCP PEPs (a `pep` section) -> sinks -> TCP_INFO
+sampling -> senders -> wait (agents watched; the run fails with the reason if one dies) -> stop ->
+collect -> teardown. A fresh testbed and a fresh emulator per run means every configuration starts
+from the same channel state at t=0.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from satlab import __version__
 from satlab.agent.unixhttp import AgentError
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
 from satlab.testbed import gateway as edge_gateway
+from satlab.testbed import pep as edge_pep
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -153,6 +155,7 @@ def _execute(
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
     edges = _start_gateways(spec, tb)
+    peps = edge_pep.start(spec.configuration.pep, tb)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
@@ -199,6 +202,7 @@ def _execute(
     for role in pcaps:
         tb.agent(role, "DELETE", "/processes/capture")
     gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
+    pep_records = edge_pep.stop(tb, peps)  # a PEP that died during the run fails it here
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
@@ -209,6 +213,8 @@ def _execute(
     if edges:
         # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
         out["gateway"] = {r: g.get("result") for r, g in gateways.items()}
+    if peps:
+        out["pep"] = pep_records  # final counters and connection records of each edge's PEP
     return {
         **out,
         "_setup_s": setup_s,

@@ -1,0 +1,102 @@
+"""The split-TCP PEP (satlab-pep, gateway/pep/README.md) at the satellite edges of a testbed: where
+the binary is, the configuration file each edge gets from a configuration's `pep` section, and
+starting/stopping it through the edge's host agent (kind=pep), as the gateway is.
+
+At an edge the PEP intercepts TCP arriving on the LAN bridge `lan` (terrestrial side) and on `sat0`
+(satellite side; with a gateway, sat0 is still the router's satellite-side interface), so with
+`edges: both` a connection is split twice: end host -> PEP (terrestrial), PEP -> PEP across the
+emulator (the satellite leg, with the configured congestion control, buffers and initial window),
+PEP -> end host (terrestrial).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from satlab.agent.unixhttp import AgentError
+from satlab.scenario import PepSettings
+from satlab.testbed.testbed import Testbed, TestbedError
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PEP_BIN = Path(os.environ.get("SATLAB_PEP", REPO_ROOT / "target/release/satlab-pep"))
+BPF_BUILD = REPO_ROOT / "endhosts/build"
+HTTP_LISTEN = "127.0.0.1:8792"  # inside the edge's namespace, next to the gateway's 8791
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+START_CHECK_S = 0.3  # a PEP that cannot parse its file or install its rules exits at once
+
+
+class PepFailed(TestbedError):
+    pass
+
+
+def edges(p: PepSettings) -> list[str]:
+    return ["gw", "st"] if p.edges == "both" else [p.edges]
+
+
+def pep_config(p: PepSettings, role: str) -> dict[str, Any]:
+    """The PEP's YAML configuration (as a dict) for one edge."""
+    return {
+        "edge": role,
+        "intercept": {"terrestrial_interfaces": ["lan"], "satellite_interface": "sat0"},
+        "satellite": {
+            "congestion_control": p.congestion_control,
+            "buffer_bytes": p.buffer_bytes,
+            "initial_window_packets": p.initial_window_packets,
+        },
+        "max_connections": p.max_connections,
+        "idle_timeout_s": p.idle_timeout_s,
+        "http": {"listen": HTTP_LISTEN},
+    }
+
+
+def _register_bpf_cc(tb: Testbed, role: str, name: str) -> None:
+    """A project eBPF algorithm (endhosts/bpf, struct_ops name `sl_X` in build/X.bpf.o) the kernel
+    does not offer yet is registered through the edge's agent (it unregisters it at teardown)."""
+    if name in AVAILABLE_CC.read_text().split():
+        return
+    obj = BPF_BUILD / f"{name.removeprefix('sl_')}.bpf.o"
+    if not obj.is_file():
+        raise PepFailed(f"pep.congestion_control: {name!r} is neither a kernel algorithm nor {obj}")
+    try:
+        tb.agent(role, "POST", "/bpf", {"action": "register", "object": str(obj), "name": name})
+    except AgentError as exc:
+        raise PepFailed(f"pep.congestion_control: registering {name!r}: {exc}") from None
+
+
+def start(p: PepSettings | None, tb: Testbed) -> list[str]:
+    """Starts satlab-pep at the configured edges; returns the edges started."""
+    if p is None:
+        return []
+    roles = edges(p)
+    for role in roles:
+        _register_bpf_cc(tb, role, p.congestion_control)
+        path = tb.dir / f"pep-{role}.yaml"
+        path.write_text(yaml.safe_dump(pep_config(p, role), sort_keys=False))
+        tb.agent(
+            role,
+            "POST",
+            "/processes",
+            {"id": "pep", "kind": "pep", "args": ["--config", str(path)]},
+        )
+    time.sleep(START_CHECK_S)
+    for role in roles:
+        st = tb.agent(role, "GET", "/processes/pep")
+        if st["state"] != "running":
+            raise PepFailed(f"pep {role} did not start: {st['stderr'].strip()[-500:]}")
+    return roles
+
+
+def stop(tb: Testbed, roles: list[str]) -> dict[str, Any]:
+    """Stops the PEPs; returns each one's final record (counters and finished connections)."""
+    out = {}
+    for role in roles:
+        st = tb.agent(role, "DELETE", "/processes/pep")
+        if st["exit_code"] not in (0, -15):
+            raise PepFailed(f"pep {role} failed: {st['stderr'].strip()[-500:]}")
+        out[role] = st.get("result")
+    return out
