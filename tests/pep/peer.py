@@ -3,12 +3,15 @@ JSON line per connection (server) or per run (client).
 
   serve PORT MODE     MODE: source:N (send N seeded bytes, close) | sink (read to EOF, answer with
                       sha256 and count, close) | rst (read 1 byte, then reset) | watch (read to EOF
-                      or reset and report which)
+                      or reset and report which) | halfsrv (send "hello", half-close, read to EOF,
+                      report what came back)
   get HOST PORT       read to EOF; print count, sha256, rate timeline (t of every 1 MB)
   put HOST PORT N     send N seeded bytes, half-close, read the answer
   rst HOST PORT       connect, send 1 byte, reset (SO_LINGER 0)
   watch HOST PORT     connect, send 1 byte, wait for EOF or reset
+  halfcli HOST PORT   read to EOF (the server's half-close), then send "reply" and close
   many HOST PORT N    N concurrent short connections (sink), count completed/refused
+  hold HOST PORT K    hold K connections open, then try one more: report how it went
 """
 
 from __future__ import annotations
@@ -70,6 +73,12 @@ def handle(c: socket.socket, mode: str) -> None:
         _, how = read_all(c)
         print(json.dumps({"server_saw": how}), flush=True)
         c.close()
+    elif mode == "halfsrv":
+        c.sendall(b"hello")
+        c.shutdown(socket.SHUT_WR)
+        data, how = read_all(c)
+        print(json.dumps({"server_got": data.decode(), "how": how}), flush=True)
+        c.close()
 
 
 def main() -> None:
@@ -105,6 +114,11 @@ def main() -> None:
         s.sendall(b"x")
         _, how = read_all(s)
         print(json.dumps({"client_saw": how}))
+    elif cmd == "halfcli":
+        data, how = read_all(s)
+        s.sendall(b"reply")
+        s.close()
+        print(json.dumps({"client_got": data.decode(), "how": how}))
 
 
 def many(host: str, port: int, n: int) -> None:
@@ -134,8 +148,25 @@ def many(host: str, port: int, n: int) -> None:
     print(json.dumps(out))
 
 
+def hold(host: str, port: int, k: int) -> None:
+    held = []
+    for _ in range(k):
+        s = socket.create_connection((host, port), timeout=30)
+        s.sendall(b"x")
+        held.append(s)
+    time.sleep(1.0)  # every held connection is relayed (the PEP counts it active)
+    extra = socket.create_connection((host, port), timeout=30)
+    extra.sendall(b"x")
+    _, how = read_all(extra)
+    for s in held:
+        s.close()
+    print(json.dumps({"extra": how}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "many":
         many(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == "hold":
+        hold(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         main()

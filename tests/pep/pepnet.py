@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,18 @@ PEER = Path(__file__).with_name("peer.py")
 
 
 def link(
-    rate_bps: float, rtt_ms: float, forward_ber: float = 0.0, loss: float = 0.0
+    rate_bps: float, rtt_ms: float, corrupt_ber: float = 0.0, drop_ber: float = 0.0
 ) -> dict[str, Any]:
+    """A fixed-rate link, the same both ways. `corrupt_ber`: bits flipped on the forward link (the
+    receiving TCP discards the packet on its checksum); `drop_ber`: packets with an error dropped
+    on the return link (loss of ACKs and upload data)."""
     one_way = rtt_ms / 2
     fwd: dict[str, Any] = {"kind": "fixed", "rate_bps": rate_bps, "delay_ms": one_way}
     ret: dict[str, Any] = {"kind": "fixed", "rate_bps": rate_bps, "delay_ms": one_way}
-    if forward_ber:
-        fwd["bit_errors"] = {"ber": forward_ber}
-    if loss:
-        fwd["erasure"] = {"per": loss}
+    if corrupt_ber:
+        fwd["bit_errors"] = {"model": "uniform", "ber": corrupt_ber, "action": "deliver"}
+    if drop_ber:
+        ret["bit_errors"] = {"model": "uniform", "ber": drop_ber, "action": "drop"}
     return {"forward": fwd, "return": ret}
 
 
@@ -63,6 +65,9 @@ class PepNet:
             time.sleep(0.3)
             emu = tb.agent("emu", "GET", "/processes/emulator")
             assert emu["state"] == "running", emu["stderr"]
+            # the end hosts run CUBIC whatever this machine's default is
+            for role in ("srv1", "cli1"):
+                tb.agent(role, "POST", "/sysctl", {"net.ipv4.tcp_congestion_control": "cubic"})
             self.edges = edge_pep.start(self.pep, tb)
         except BaseException:
             self.__exit__(None, None, None)
@@ -125,9 +130,3 @@ class PepNet:
         assert r.returncode == 0, r.stderr
         out: dict[str, Any] = json.loads(r.stdout)
         return out
-
-
-@contextlib.contextmanager
-def pepnet(link_cfg: dict[str, Any], pep: PepSettings | None) -> Iterator[PepNet]:
-    with PepNet(link_cfg, pep) as n:
-        yield n
