@@ -112,3 +112,15 @@ def test_the_pep_section_is_validated_and_bad_settings_fail_clearly() -> None:
         PepNet(QUICK, PepSettings(congestion_control="nosuchcc")),
     ):
         pass
+
+
+def test_an_idle_connection_is_reset_on_both_legs() -> None:
+    with PepNet(QUICK, PepSettings(edges="gw", idle_timeout_s=1.0)) as n:
+        w = n.serve("srv1", 7000, "watch")
+        assert n.run("cli1", "watch", n.addr("srv1"), 7000) == {"client_saw": "reset"}
+        assert _server_line(w) == {"server_saw": "reset"}
+        c = n.pep_get("gw", "/status")["counters"]
+        assert c["idle_timeout"] == 1 and c["active"] == 0
+        (rec,) = n.pep_get("gw", "/connections")["connections"]
+        assert rec["end"] == "idle_timeout" and rec["bytes_client_to_server"] == 1
+        assert rec["end_unix_s"] - rec["start_unix_s"] >= 1.0
