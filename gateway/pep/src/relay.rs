@@ -84,8 +84,9 @@ impl Conn {
 
     /// True (and both legs reset) if nothing moved for idle_timeout_s.
     fn idle_expired(&self) -> bool {
-        let idle =
-            self.t0.elapsed().as_nanos() as u64 - self.last_activity_ns.load(Ordering::Relaxed);
+        // saturating: another direction may have touched the clock after `now` was read
+        let now = self.t0.elapsed().as_nanos() as u64;
+        let idle = now.saturating_sub(self.last_activity_ns.load(Ordering::Relaxed));
         if idle as f64 * 1e-9 >= self.sh.cfg.idle_timeout_s {
             self.abort(&[0, 1], End::IdleTimeout, None);
             return true;
@@ -323,7 +324,11 @@ pub fn accept_loop(sh: Arc<Shared>, listener: OwnedFd, from_satellite: bool) {
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
-            Err(_) => continue,
+            Err(_) => {
+                // ECONNABORTED and the like: that client is gone; anything persistent must not spin
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
         };
         Counters::add(&sh.c.accepted, 1);
         let active = sh.c.active.fetch_add(1, Ordering::Relaxed) + 1;

@@ -21,7 +21,7 @@ pub enum End {
     IdleTimeout,
     /// The outgoing leg's handshake failed (refused, unreachable, timed out): client leg reset.
     ConnectFailed,
-    /// The PEP stopped while the connection was open.
+    /// The PEP could not relay it (a pipe or thread could not be created; `error` says which).
     Stopped,
 }
 
