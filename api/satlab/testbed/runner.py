@@ -1,10 +1,9 @@
 """Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
 
 Order: testbed up -> host settings -> emulator started with the run's seed -> edge gateways (when
-the configuration has a `gateway` section) -> split-TCP PEPs (a `pep` section) -> sinks -> TCP_INFO
-sampling -> senders -> wait (agents watched; the run fails with the reason if one dies) -> stop ->
-collect -> teardown. A fresh testbed and a fresh emulator per run means every configuration starts
-from the same channel state at t=0.
+the configuration has a `gateway` section) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
+watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
+and a fresh emulator per run means every configuration starts from the same channel state at t=0.
 """
 
 from __future__ import annotations
@@ -155,7 +154,7 @@ def _execute(
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
     edges = _start_gateways(spec, tb)
-    peps = edge_pep.start(spec.configuration.pep, tb)
+    peps = edge_pep.start(spec.configuration.pep, tb)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
