@@ -71,3 +71,25 @@ def test_a_scenario_run_with_the_pep_records_its_counters() -> None:
         assert rec["connections"] or rec["counters"]["active"] >= 1
     assert res["pep"]["gw"]["counters"]["bytes_client_to_server"] > 1_000_000  # the download
     assert not topology.project_namespaces(res["testbed_id"])
+
+
+def test_the_pep_works_with_the_gateway_bump_at_the_same_edges() -> None:
+    from satlab.scenario import expand_runs, parse_scenario
+    from satlab.testbed.runner import run_one
+
+    sc = parse_scenario(
+        {
+            "name": "pep-gw",
+            "duration_s": 8,
+            "link": link(20e6, 100),
+            "traffic": [{"kind": "bulk_tcp", "bytes": 2_000_000}],
+            "configurations": [{"name": "gw-pep", "gateway": {}, "pep": {"edges": "both"}}],
+        }
+    )
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    assert res["flows"][0]["complete"] and res["flows"][0]["bytes_received"] == 2_000_000
+    for edge in ("gw", "st"):
+        c = res["pep"][edge]["counters"]
+        assert c["accepted"] == 1 and c["closed"] == 1, (edge, c)
+        assert res["gateway"][edge]["counters"]["egress_tx_frames"] > 100

@@ -3,7 +3,8 @@ the binary is, the configuration file each edge gets from a configuration's `pep
 starting/stopping it through the edge's host agent (kind=pep), as the gateway is.
 
 At an edge the PEP intercepts TCP arriving on the LAN bridge `lan` (terrestrial side) and on `sat0`
-(satellite side; with a gateway, sat0 is still the router's satellite-side interface), so with
+(satellite side; with a gateway, sat0 is still the router's satellite-side interface, and `wan`
+counts as satellite side too), so with
 `edges: both` a connection is split twice: end host -> PEP (terrestrial), PEP -> PEP across the
 emulator (the satellite leg, with the configured congestion control, buffers and initial window),
 PEP -> end host (terrestrial).
@@ -20,6 +21,7 @@ import yaml
 
 from satlab.agent.unixhttp import AgentError
 from satlab.scenario import PepSettings
+from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -38,11 +40,17 @@ def edges(p: PepSettings) -> list[str]:
     return ["gw", "st"] if p.edges == "both" else [p.edges]
 
 
-def pep_config(p: PepSettings, role: str) -> dict[str, Any]:
-    """The PEP's YAML configuration (as a dict) for one edge."""
+def pep_config(p: PepSettings, role: str, gateway: bool = False) -> dict[str, Any]:
+    """The PEP's YAML configuration (as a dict) for one edge. With a gateway bump at the edge the
+    edge's kernel also receives the satellite link's frames on the bump's `wan` port (nft trace:
+    iif "wan"), so TCP arriving there counts as from the satellite too."""
     return {
         "edge": role,
-        "intercept": {"terrestrial_interfaces": ["lan"], "satellite_interface": "sat0"},
+        "intercept": {
+            "terrestrial_interfaces": ["lan"],
+            "satellite_interface": "sat0",
+            "satellite_extra_interfaces": [OUTSIDE] if gateway else [],
+        },
         "satellite": {
             "congestion_control": p.congestion_control,
             "buffer_bytes": p.buffer_bytes,
@@ -76,7 +84,7 @@ def start(p: PepSettings | None, tb: Testbed) -> list[str]:
     for role in roles:
         _register_bpf_cc(tb, role, p.congestion_control)
         path = tb.dir / f"pep-{role}.yaml"
-        path.write_text(yaml.safe_dump(pep_config(p, role), sort_keys=False))
+        path.write_text(yaml.safe_dump(pep_config(p, role, tb.gateway), sort_keys=False))
         tb.agent(
             role,
             "POST",

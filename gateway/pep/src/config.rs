@@ -35,6 +35,9 @@ pub struct Intercept {
     /// The interface toward the satellite link; incoming TCP there is intercepted with the
     /// accepting leg on the satellite, and routes out of it get the initial window.
     pub satellite_interface: String,
+    /// More interfaces whose incoming TCP counts as arriving from the satellite (e.g. the `wan`
+    /// port of a satlab-gateway bump at the same edge, where the kernel also receives the link).
+    pub satellite_extra_interfaces: Vec<String>,
     /// TPROXY port for connections arriving from the terrestrial side.
     pub terrestrial_port: u16,
     /// TPROXY port for connections arriving from the satellite side.
@@ -53,6 +56,7 @@ impl Default for Intercept {
         Intercept {
             terrestrial_interfaces: vec!["lan".into()],
             satellite_interface: "sat0".into(),
+            satellite_extra_interfaces: Vec::new(),
             terrestrial_port: 8793,
             satellite_port: 8794,
             mark: 0x5e9,
@@ -187,6 +191,7 @@ impl Config {
         for name in i
             .terrestrial_interfaces
             .iter()
+            .chain(&i.satellite_extra_interfaces)
             .chain([&i.satellite_interface])
         {
             if name.is_empty()

@@ -53,21 +53,23 @@ fn run(argv: &[&str], stdin: Option<&str>) -> io::Result<String> {
 /// The nftables ruleset (also printed by `--print-rules` for operators who install it themselves).
 pub fn nft_rules(cfg: &Config) -> String {
     let i = &cfg.intercept;
-    let ifs: Vec<String> = i
-        .terrestrial_interfaces
-        .iter()
-        .map(|n| format!("\"{n}\""))
+    let quote = |n: &String| format!("\"{n}\"");
+    let ifs: Vec<String> = i.terrestrial_interfaces.iter().map(quote).collect();
+    let sat: Vec<String> = [&i.satellite_interface]
+        .into_iter()
+        .chain(&i.satellite_extra_interfaces)
+        .map(quote)
         .collect();
     format!(
         "table ip {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    \
          meta l4proto tcp socket transparent 1 meta mark set {m:#x} counter accept\n    \
          fib daddr type local counter accept\n    \
          iifname {{ {t} }} meta l4proto tcp meta mark set {m:#x} counter tproxy to :{tp} accept\n    \
-         iifname \"{s}\" meta l4proto tcp meta mark set {m:#x} counter tproxy to :{sp} accept\n  }}\n}}\n",
+         iifname {{ {s} }} meta l4proto tcp meta mark set {m:#x} counter tproxy to :{sp} accept\n  }}\n}}\n",
         m = i.mark,
         t = ifs.join(", "),
         tp = i.terrestrial_port,
-        s = i.satellite_interface,
+        s = sat.join(", "),
         sp = i.satellite_port,
     )
 }
@@ -201,12 +203,12 @@ mod tests {
     #[test]
     fn rules_name_interfaces_ports_and_mark() {
         let cfg =
-            Config::from_yaml_str("edge: gw\nintercept: {terrestrial_interfaces: [lan, eth2]}")
+            Config::from_yaml_str("edge: gw\nintercept: {terrestrial_interfaces: [lan, eth2], satellite_extra_interfaces: [wan]}")
                 .unwrap();
         let r = nft_rules(&cfg);
-        assert!(r.contains("iifname { \"lan\", \"eth2\" } meta l4proto tcp meta mark set 0x5e9 tproxy to :8793"), "{r}");
+        assert!(r.contains("iifname { \"lan\", \"eth2\" } meta l4proto tcp meta mark set 0x5e9 counter tproxy to :8793"), "{r}");
         assert!(
-            r.contains("iifname \"sat0\" meta l4proto tcp meta mark set 0x5e9 tproxy to :8794"),
+            r.contains("iifname { \"sat0\", \"wan\" } meta l4proto tcp meta mark set 0x5e9 counter tproxy to :8794"),
             "{r}"
         );
     }
