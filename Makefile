@@ -23,10 +23,13 @@ bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rat
 bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in the path vs the emulator alone
 	@.venv/bin/python tests/bench/gateway_bench.py
 
+bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connection set-up rate (PEPSAL_BIN: side by side)
+	@.venv/bin/python tests/bench/pep_bench.py
+
 bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients (root)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
 
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep stop

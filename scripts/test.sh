@@ -45,6 +45,7 @@ stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests
 stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
+stage "PEP tests (pytest, namespaces, emulator + split-TCP PEP)" "$PY/pytest" -q tests/pep
 
 # Tier 4: browser end-to-end (Debian's chromium, the real API, database and worker).
 stage "browser end-to-end (chromium, real API + worker)" "$ROOT/tests/e2e/run.sh"

@@ -174,10 +174,42 @@ class GatewaySettings(Strict):
     ern_ports: list[int] = Field(default_factory=list, max_length=64)
 
 
+class PepSettings(Strict):
+    """The split-TCP PEP (gateway/pep/README.md) at one or both edges; absent: end-to-end TCP."""
+
+    edges: Literal["gw", "st", "both"] = Field(
+        "both", description="where connections are split: the gw edge, the st edge, or both"
+    )
+    congestion_control: str = Field(
+        "cubic",
+        pattern=r"^[a-z0-9_]{1,15}$",
+        description="the satellite leg's TCP_CONGESTION: a kernel or project eBPF algorithm",
+    )
+    buffer_bytes: int = Field(
+        4 << 20,
+        description="satellite-leg SO_SNDBUF/SO_RCVBUF; size for the GEO BDP (0: autotuning)",
+    )
+    initial_window_packets: int = Field(
+        10,
+        ge=0,
+        le=1000,
+        description="initcwnd/initrwnd of routes out the satellite side (0: as is)",
+    )
+    max_connections: int = Field(2048, ge=1, le=100_000, description="more are refused (reset)")
+    idle_timeout_s: float = Field(300, ge=0.1, le=86400, description="idle connections are reset")
+
+    @model_validator(mode="after")
+    def _buffer(self) -> PepSettings:
+        if self.buffer_bytes != 0 and not 65536 <= self.buffer_bytes <= 1073741823:
+            raise ValueError("buffer_bytes must be 0 or between 65536 and 1073741823 bytes")
+        return self
+
+
 class Configuration(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")
     transport: Transport = Transport()
     gateway: GatewaySettings | None = None
+    pep: PepSettings | None = None
 
     def congestion_controls(self, traffic: list[Traffic]) -> set[str]:
         """Every congestion control this configuration's TCP flows use."""
@@ -227,6 +259,8 @@ class Scenario(Strict):
         for i, c in enumerate(self.configurations):
             for cc in sorted(c.congestion_controls(self.traffic)):
                 _check_project_cc(f"configurations.{i}", cc, c)
+            if c.pep is not None:
+                _check_project_cc(f"configurations.{i}.pep", c.pep.congestion_control, c)
         for i, t in enumerate(self.traffic):
             if t.client > self.hosts.clients:
                 raise ValueError(

@@ -5,18 +5,19 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
-                                    edge gateway (kind=gateway), an end-host scheme loader
-                                    (kind=scheme: endhosts/build/sl-scheme), or a pcap
-                                    (kind=capture, args [iface, file, snaplen, count]); with
-                                    `cgroup`, in that cgroup (a scheme's sockops acts there)
+                                    edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
+                                    an end-host scheme loader (kind=scheme:
+                                    endhosts/build/sl-scheme), or a pcap (kind=capture, args
+                                    [iface, file, snaplen, count]); with `cgroup`, in that
+                                    cgroup (a scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
-Only these programs run: the project's traffic generator, emulator, gateway and scheme loader,
-tcpdump and ethtool, so an agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, emulator, gateway, PEP and scheme
+loader, tcpdump and ethtool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.schemes import LOADER_BIN
 from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
+from satlab.testbed.pep import PEP_BIN
 from satlab.testbed.schemes import CGROUP_ROOT
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
@@ -155,6 +157,8 @@ class Agent:
             argv = [str(GATEWAY_BIN), *args]
         elif kind == "scheme":
             argv = [str(LOADER_BIN), *args]
+        elif kind == "pep":
+            argv = [str(PEP_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -172,7 +176,8 @@ class Agent:
             ]
         else:
             return 400, {
-                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, scheme, capture"
+                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, pep, scheme, "
+                "capture"
             }
         cgroup = body.get("cgroup")
         if cgroup is not None:

@@ -22,6 +22,7 @@ from satlab import __version__
 from satlab.agent.unixhttp import AgentError
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
 from satlab.testbed import gateway as edge_gateway
+from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -156,6 +157,9 @@ def _execute(
             sender, receiver = _roles(t)
             senders_cc.setdefault(sender, set()).add(cc)
             pairs.append((sender, receiver, cc))
+    if conf.pep is not None:  # the PEP's satellite leg may run a project algorithm too
+        for role in edge_pep.edges(conf.pep):
+            senders_cc.setdefault(role, set()).add(conf.pep.congestion_control)
     wanted = host_schemes.hosts_needing(senders_cc, pairs)
     eten = host_schemes.EtenOptions(
         hmac_key_hex=conf.gateway.eten_hmac_key_hex if conf.gateway else None,
@@ -180,6 +184,7 @@ def _execute(
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
     edges = _start_gateways(spec, tb)
+    peps = edge_pep.start(spec.configuration.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
@@ -231,6 +236,7 @@ def _execute(
         tb.agent(role, "DELETE", "/processes/capture")
     gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
     endhosts = host_schemes.stop(tb, loaded)
+    pep_records = edge_pep.stop(tb, peps)  # a PEP that died during the run fails it here
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
@@ -245,6 +251,8 @@ def _execute(
         # per sending host: each project scheme's instance name and counters (notices by verdict,
         # losses by classification)
         out["endhosts"] = endhosts
+    if peps:
+        out["pep"] = pep_records  # final counters and connection records of each edge's PEP
     return {
         **out,
         "_setup_s": setup_s,

@@ -1,0 +1,98 @@
+"""The split-TCP PEP (satlab-pep, gateway/pep/README.md) at the satellite edges of a testbed: where
+the binary is, the configuration file each edge gets from a configuration's `pep` section, and
+starting/stopping it through the edge's host agent (kind=pep), as the gateway is.
+
+At an edge the PEP intercepts TCP arriving on the LAN bridge `lan` (terrestrial side) and on `sat0`
+(satellite side; with a gateway, sat0 is still the router's satellite-side interface, and `wan`
+counts as satellite side too), so with
+`edges: both` a connection is split twice: end host -> PEP (terrestrial), PEP -> PEP across the
+emulator (the satellite leg, with the configured congestion control, buffers and initial window),
+PEP -> end host (terrestrial).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from satlab.scenario import PepSettings
+from satlab.testbed.gateway import OUTSIDE
+from satlab.testbed.schemes import LoadedSchemes
+from satlab.testbed.testbed import Testbed, TestbedError
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PEP_BIN = Path(os.environ.get("SATLAB_PEP", REPO_ROOT / "target/release/satlab-pep"))
+HTTP_LISTEN = "127.0.0.1:8792"  # inside the edge's namespace, next to the gateway's 8791
+START_CHECK_S = 0.3  # a PEP that cannot parse its file or install its rules exits at once
+
+
+class PepFailed(TestbedError):
+    pass
+
+
+def edges(p: PepSettings) -> list[str]:
+    return ["gw", "st"] if p.edges == "both" else [p.edges]
+
+
+def pep_config(
+    p: PepSettings, role: str, gateway: bool = False, cc: str | None = None
+) -> dict[str, Any]:
+    """The PEP's YAML configuration (as a dict) for one edge. With a gateway bump at the edge the
+    edge's kernel also receives the satellite link's frames on the bump's `wan` port (nft trace:
+    iif "wan"), so TCP arriving there counts as from the satellite too."""
+    return {
+        "edge": role,
+        "intercept": {
+            "terrestrial_interfaces": ["lan"],
+            "satellite_interface": "sat0",
+            "satellite_extra_interfaces": [OUTSIDE] if gateway else [],
+        },
+        "satellite": {
+            "congestion_control": cc or p.congestion_control,
+            "buffer_bytes": p.buffer_bytes,
+            "initial_window_packets": p.initial_window_packets,
+        },
+        "max_connections": p.max_connections,
+        "idle_timeout_s": p.idle_timeout_s,
+        "http": {"listen": HTTP_LISTEN},
+    }
+
+
+def start(p: PepSettings | None, tb: Testbed, loaded: LoadedSchemes) -> list[str]:
+    """Starts satlab-pep at the configured edges; returns the edges started. A project eBPF
+    congestion control for the satellite leg was loaded on the edge with the end hosts' schemes
+    (satlab.testbed.schemes); `loaded` names its instance there."""
+    if p is None:
+        return []
+    roles = edges(p)
+    for role in roles:
+        cc = loaded.cc_for(role, p.congestion_control)
+        path = tb.dir / f"pep-{role}.yaml"
+        path.write_text(yaml.safe_dump(pep_config(p, role, tb.gateway, cc), sort_keys=False))
+        tb.agent(
+            role,
+            "POST",
+            "/processes",
+            {"id": "pep", "kind": "pep", "args": ["--config", str(path)]},
+        )
+    time.sleep(START_CHECK_S)
+    for role in roles:
+        st = tb.agent(role, "GET", "/processes/pep")
+        if st["state"] != "running":
+            raise PepFailed(f"pep {role} did not start: {st['stderr'].strip()[-500:]}")
+    return roles
+
+
+def stop(tb: Testbed, roles: list[str]) -> dict[str, Any]:
+    """Stops the PEPs; returns each one's final record (counters and finished connections)."""
+    out = {}
+    for role in roles:
+        st = tb.agent(role, "DELETE", "/processes/pep")
+        if st["exit_code"] not in (0, -15):
+            raise PepFailed(f"pep {role} failed: {st['stderr'].strip()[-500:]}")
+        out[role] = st.get("result")
+    return out

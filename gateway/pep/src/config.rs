@@ -1,0 +1,302 @@
+//! The PEP's configuration: one YAML (or JSON) file; pep/README.md documents every field.
+//!
+//! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Which satellite edge this PEP runs at (a label in its status and records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Edge {
+    /// The gateway (hub) edge.
+    Gw,
+    /// The terminal edge.
+    St,
+}
+
+impl Edge {
+    /// `gw` or `st`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edge::Gw => "gw",
+            Edge::St => "st",
+        }
+    }
+}
+
+/// Transparent interception: which TCP the kernel hands to the PEP (TPROXY, as PEPsal does).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Intercept {
+    /// Interfaces whose incoming TCP is intercepted with the accepting leg terrestrial.
+    pub terrestrial_interfaces: Vec<String>,
+    /// The interface toward the satellite link; incoming TCP there is intercepted with the
+    /// accepting leg on the satellite, and routes out of it get the initial window.
+    pub satellite_interface: String,
+    /// More interfaces whose incoming TCP counts as arriving from the satellite (e.g. the `wan`
+    /// port of a satlab-gateway bump at the same edge, where the kernel also receives the link).
+    pub satellite_extra_interfaces: Vec<String>,
+    /// TPROXY port for connections arriving from the terrestrial side.
+    pub terrestrial_port: u16,
+    /// TPROXY port for connections arriving from the satellite side.
+    pub satellite_port: u16,
+    /// Firewall mark of intercepted packets, and the policy-routing table that delivers them locally.
+    pub mark: u32,
+    /// Routing table number for `local 0.0.0.0/0 dev lo`.
+    pub table: u32,
+    /// Install the nftables rules, the `ip rule` and the local route at start and remove them at exit.
+    /// false: an operator installs equivalent rules (pep/README.md shows them).
+    pub install: bool,
+}
+
+impl Default for Intercept {
+    fn default() -> Self {
+        Intercept {
+            terrestrial_interfaces: vec!["lan".into()],
+            satellite_interface: "sat0".into(),
+            satellite_extra_interfaces: Vec::new(),
+            terrestrial_port: 8793,
+            satellite_port: 8794,
+            mark: 0x5e9,
+            table: 159,
+            install: true,
+        }
+    }
+}
+
+/// How the satellite leg's sockets are set up. Terrestrial legs keep the kernel's defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Satellite {
+    /// TCP_CONGESTION of satellite-leg sockets: any kernel module or registered BPF struct_ops name.
+    pub congestion_control: String,
+    /// SO_SNDBUF and SO_RCVBUF (forced past the sysctl maxima) of satellite-leg sockets, bytes.
+    /// Size for the GEO bandwidth-delay product: rate x RTT, e.g. 20 Mbit/s x 0.6 s = 1.5 MB; the
+    /// kernel doubles the value for its bookkeeping. 0 = leave the kernel's autotuning.
+    pub buffer_bytes: u64,
+    /// Initial congestion and receive window, packets: the `initcwnd`/`initrwnd` metric of every
+    /// route out of `intercept.satellite_interface`, set at start and restored at exit (Linux has no
+    /// socket option for the initial window). 0 = leave the routes alone.
+    pub initial_window_packets: u32,
+}
+
+impl Default for Satellite {
+    fn default() -> Self {
+        Satellite {
+            congestion_control: "cubic".into(),
+            buffer_bytes: 4 << 20,
+            initial_window_packets: 10,
+        }
+    }
+}
+
+/// HTTP endpoint for counters and connection records.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Http {
+    /// Listen address (inside the edge's namespace); None = no endpoint.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http {
+            listen: Some("127.0.0.1:8792".parse().expect("literal address")),
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Which edge (label).
+    pub edge: Edge,
+    /// Interception.
+    #[serde(default)]
+    pub intercept: Intercept,
+    /// Satellite-leg socket settings.
+    #[serde(default)]
+    pub satellite: Satellite,
+    /// Connections relayed at once; one more is refused with a reset and counted.
+    #[serde(default = "max_connections")]
+    pub max_connections: u32,
+    /// A connection with no byte relayed in either direction for this long is reset on both legs.
+    #[serde(default = "idle_timeout_s")]
+    pub idle_timeout_s: f64,
+    /// Time allowed for the outgoing leg's handshake.
+    #[serde(default = "connect_timeout_s")]
+    pub connect_timeout_s: f64,
+    /// Capacity of each direction's splice pipe, bytes (F_SETPIPE_SZ; rounded up to pages).
+    #[serde(default = "pipe_bytes")]
+    pub pipe_bytes: u32,
+    /// Finished connections kept for GET /connections and the final record (oldest dropped first).
+    #[serde(default = "connection_log")]
+    pub connection_log: usize,
+    /// HTTP endpoint.
+    #[serde(default)]
+    pub http: Http,
+}
+
+fn max_connections() -> u32 {
+    2048
+}
+fn idle_timeout_s() -> f64 {
+    300.0
+}
+fn connect_timeout_s() -> f64 {
+    30.0
+}
+fn pipe_bytes() -> u32 {
+    1 << 18
+}
+fn connection_log() -> usize {
+    10_000
+}
+
+fn range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), String> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
+        ))
+    }
+}
+
+impl Config {
+    /// Parses and validates YAML (JSON is YAML too).
+    pub fn from_yaml_str(s: &str) -> Result<Config, String> {
+        let c: Config = serde_yaml::from_str(s).map_err(|e| format!("configuration: {e}"))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Reads, parses and validates a file.
+    pub fn from_yaml_file(p: &Path) -> Result<Config, String> {
+        let s = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Config::from_yaml_str(&s)
+    }
+
+    /// Checks bounds and cross-field rules.
+    pub fn validate(&self) -> Result<(), String> {
+        let i = &self.intercept;
+        if i.terrestrial_interfaces.is_empty() {
+            return Err(
+                "intercept.terrestrial_interfaces: at least one interface is required".into(),
+            );
+        }
+        for name in i
+            .terrestrial_interfaces
+            .iter()
+            .chain(&i.satellite_extra_interfaces)
+            .chain([&i.satellite_interface])
+        {
+            if name.is_empty()
+                || name.len() > 15
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(format!(
+                    "intercept: interface name {name:?} is not 1-15 characters of [A-Za-z0-9._-]"
+                ));
+            }
+        }
+        if i.terrestrial_port == 0
+            || i.satellite_port == 0
+            || i.terrestrial_port == i.satellite_port
+        {
+            return Err("intercept.terrestrial_port, satellite_port: two different non-zero ports are required".into());
+        }
+        range("intercept.mark", i.mark as f64, 1.0, u32::MAX as f64, "")?;
+        range("intercept.table", i.table as f64, 1.0, 252.0, "")?;
+        let cc = &self.satellite.congestion_control;
+        if cc.is_empty()
+            || cc.len() > 15
+            || !cc.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(format!(
+                "satellite.congestion_control: {cc:?} is not a TCP congestion control name (1-15 characters of [A-Za-z0-9_])"
+            ));
+        }
+        let b = self.satellite.buffer_bytes as f64;
+        if b != 0.0 {
+            range(
+                "satellite.buffer_bytes",
+                b,
+                65536.0,
+                1073741823.0,
+                " bytes (or 0)",
+            )?;
+        }
+        range(
+            "satellite.initial_window_packets",
+            self.satellite.initial_window_packets as f64,
+            0.0,
+            1000.0,
+            " packets",
+        )?;
+        range(
+            "max_connections",
+            self.max_connections as f64,
+            1.0,
+            1_000_000.0,
+            "",
+        )?;
+        range("idle_timeout_s", self.idle_timeout_s, 0.1, 86400.0, " s")?;
+        range(
+            "connect_timeout_s",
+            self.connect_timeout_s,
+            0.1,
+            600.0,
+            " s",
+        )?;
+        range(
+            "pipe_bytes",
+            self.pipe_bytes as f64,
+            4096.0,
+            1048576.0,
+            " bytes",
+        )?;
+        range(
+            "connection_log",
+            self.connection_log as f64,
+            0.0,
+            1_000_000.0,
+            "",
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_file_takes_defaults() {
+        let c = Config::from_yaml_str("edge: gw").unwrap();
+        assert_eq!(c.intercept.satellite_interface, "sat0");
+        assert_eq!(c.satellite.congestion_control, "cubic");
+        assert_eq!(c.http.listen.unwrap().port(), 8792);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_bound() {
+        let e = Config::from_yaml_str("edge: st\nidle_timeout_s: 0").unwrap_err();
+        assert!(
+            e.contains("idle_timeout_s") && e.contains("[0.1, 86400]"),
+            "{e}"
+        );
+        let e =
+            Config::from_yaml_str("edge: st\nsatellite: {congestion_control: 'a b'}").unwrap_err();
+        assert!(e.contains("satellite.congestion_control"), "{e}");
+        let e = Config::from_yaml_str("edge: st\nsatellite: {buffer_bytes: 10}").unwrap_err();
+        assert!(e.contains("satellite.buffer_bytes"), "{e}");
+        let e = Config::from_yaml_str("edge: st\nbogus: 1").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+    }
+}

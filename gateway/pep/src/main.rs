@@ -1,0 +1,137 @@
+//! satlab-pep: a split-TCP performance-enhancing proxy for a satellite edge (pep/README.md).
+//!
+//! Threads: one acceptor per TPROXY listener, two relay threads per connection (relay.rs says
+//! why), one HTTP thread; the main thread waits for SIGTERM/SIGINT, prints the final status with
+//! the connection records as its last stdout line (the host agent's result), removes the
+//! interception rules and exits.
+
+mod config;
+mod http;
+mod intercept;
+mod relay;
+mod sock;
+mod state;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const USAGE: &str = "usage: satlab-pep --config FILE [--check | --print-rules]";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// File descriptors one connection holds: two sockets and two pipes.
+const FDS_PER_CONNECTION: u64 = 6;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut config, mut check, mut print_rules) = (None, false, false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--version" | "-V" => {
+                println!("satlab-pep {}", env!("CARGO_PKG_VERSION"));
+                return;
+            }
+            "--config" => config = it.next().map(PathBuf::from),
+            "--check" => check = true,
+            "--print-rules" => print_rules = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            other => {
+                eprintln!("satlab-pep: unknown argument {other}\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let Some(path) = config else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
+    let cfg = match config::Config::from_yaml_file(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("satlab-pep: {e}");
+            std::process::exit(2);
+        }
+    };
+    if print_rules {
+        print!("{}", intercept::nft_rules(&cfg));
+        return;
+    }
+    if check {
+        println!(
+            "configuration OK: edge {}, satellite {} ({}), max {} connections",
+            cfg.edge.as_str(),
+            cfg.intercept.satellite_interface,
+            cfg.satellite.congestion_control,
+            cfg.max_connections
+        );
+        return;
+    }
+    if let Err(e) = run(cfg) {
+        eprintln!("satlab-pep: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cfg: config::Config) -> std::io::Result<()> {
+    let limit = sock::raise_fd_limit();
+    let need = cfg.max_connections as u64 * FDS_PER_CONNECTION + 64;
+    if limit < need {
+        return Err(std::io::Error::other(format!(
+            "max_connections: {} connections need {need} file descriptors, RLIMIT_NOFILE allows {limit}",
+            cfg.max_connections
+        )));
+    }
+    let sh = Arc::new(state::Shared::new(cfg));
+    let c = &sh.cfg;
+    let from_terrestrial = relay::listener(&sh, c.intercept.terrestrial_port, false)?;
+    // also proves the congestion control is available before any connection needs it
+    let from_satellite = relay::listener(&sh, c.intercept.satellite_port, true)?;
+    let http = match c.http.listen {
+        Some(a) => Some(
+            std::net::TcpListener::bind(a)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("http.listen {a}: {e}")))?,
+        ),
+        None => None,
+    };
+    let installed = if c.intercept.install {
+        Some(intercept::install(c)?)
+    } else {
+        None
+    };
+    // SAFETY: installing an async-signal-safe handler (an atomic store).
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    for (l, sat) in [(from_terrestrial, false), (from_satellite, true)] {
+        let s = sh.clone();
+        std::thread::Builder::new()
+            .name(if sat { "accept-sat" } else { "accept-ter" }.into())
+            .spawn(move || relay::accept_loop(s, l, sat))?;
+    }
+    if let Some(l) = http {
+        let s = sh.clone();
+        std::thread::Builder::new()
+            .name("http".into())
+            .spawn(move || http::serve(s, l))?;
+    }
+    eprintln!("satlab-pep: {} edge intercepting", sh.cfg.edge.as_str());
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sh.stop.store(true, Ordering::Relaxed);
+    drop(installed);
+    let mut last = sh.status();
+    last["connections"] = serde_json::to_value(sh.records()).unwrap_or_default();
+    println!("{last}");
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! What the PEP counts: counters, the connections in progress, and a bounded log of finished ones.
+
+use crate::config::Config;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// How a relayed connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Both directions finished with a FIN.
+    Closed,
+    /// The client's leg was reset; the server's leg was reset in turn.
+    ResetByClient,
+    /// The server's leg was reset (or its write failed); the client's leg was reset in turn.
+    ResetByServer,
+    /// No byte in either direction for idle_timeout_s: both legs reset.
+    IdleTimeout,
+    /// The outgoing leg's handshake failed (refused, unreachable, timed out): client leg reset.
+    ConnectFailed,
+    /// The PEP could not relay it (a pipe or thread could not be created; `error` says which).
+    Stopped,
+}
+
+/// One finished connection (GET /connections, the final record).
+#[derive(Debug, Clone, Serialize)]
+pub struct Record {
+    pub id: u64,
+    /// `terrestrial` if the connection was intercepted arriving from the terrestrial side.
+    pub accepted_from: &'static str,
+    pub client: String,
+    pub server: String,
+    pub start_unix_s: f64,
+    pub end_unix_s: f64,
+    pub bytes_client_to_server: u64,
+    pub bytes_server_to_client: u64,
+    pub end: End,
+    /// The error that ended it, if any (e.g. "Connection refused (os error 111)").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub accepted: AtomicU64,
+    pub refused_cap: AtomicU64,
+    pub closed: AtomicU64,
+    pub reset_by_client: AtomicU64,
+    pub reset_by_server: AtomicU64,
+    pub idle_timeout: AtomicU64,
+    pub connect_failed: AtomicU64,
+    pub bytes_client_to_server: AtomicU64,
+    pub bytes_server_to_client: AtomicU64,
+    pub active: AtomicU64,
+    pub peak_active: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn ended(&self, e: End) {
+        let c = match e {
+            End::Closed => &self.closed,
+            End::ResetByClient => &self.reset_by_client,
+            End::ResetByServer => &self.reset_by_server,
+            End::IdleTimeout => &self.idle_timeout,
+            End::ConnectFailed => &self.connect_failed,
+            End::Stopped => return,
+        };
+        Counters::add(c, 1);
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        serde_json::json!({
+            "accepted": g(&self.accepted),
+            "active": g(&self.active),
+            "peak_active": g(&self.peak_active),
+            "refused_cap": g(&self.refused_cap),
+            "closed": g(&self.closed),
+            "reset_by_client": g(&self.reset_by_client),
+            "reset_by_server": g(&self.reset_by_server),
+            "idle_timeout": g(&self.idle_timeout),
+            "connect_failed": g(&self.connect_failed),
+            "bytes_client_to_server": g(&self.bytes_client_to_server),
+            "bytes_server_to_client": g(&self.bytes_server_to_client),
+        })
+    }
+}
+
+pub struct Shared {
+    pub cfg: Config,
+    pub c: Counters,
+    pub log: Mutex<VecDeque<Record>>,
+    pub next_id: AtomicU64,
+    pub stop: AtomicBool,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub fn new(cfg: Config) -> Shared {
+        Shared {
+            cfg,
+            c: Counters::default(),
+            log: Mutex::new(VecDeque::new()),
+            next_id: AtomicU64::new(1),
+            stop: AtomicBool::new(false),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn push_record(&self, r: Record) {
+        let mut log = self.log.lock().expect("log lock");
+        if self.cfg.connection_log == 0 {
+            return;
+        }
+        if log.len() == self.cfg.connection_log {
+            log.pop_front();
+        }
+        log.push_back(r);
+    }
+
+    /// The JSON status document (pep/README.md lists the fields).
+    pub fn status(&self) -> serde_json::Value {
+        let s = &self.cfg.satellite;
+        serde_json::json!({
+            "edge": self.cfg.edge.as_str(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+            "satellite": {
+                "interface": self.cfg.intercept.satellite_interface,
+                "congestion_control": s.congestion_control,
+                "buffer_bytes": s.buffer_bytes,
+                "initial_window_packets": s.initial_window_packets,
+            },
+            "max_connections": self.cfg.max_connections,
+            "idle_timeout_s": self.cfg.idle_timeout_s,
+            "counters": self.c.json(),
+        })
+    }
+
+    pub fn records(&self) -> Vec<Record> {
+        self.log.lock().expect("log lock").iter().cloned().collect()
+    }
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
