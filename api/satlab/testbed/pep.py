@@ -62,15 +62,15 @@ def pep_config(
     }
 
 
-def start(p: PepSettings | None, tb: Testbed, loaded: LoadedSchemes) -> list[str]:
+def start(p: PepSettings | None, tb: Testbed, loaded: LoadedSchemes | None = None) -> list[str]:
     """Starts satlab-pep at the configured edges; returns the edges started. A project eBPF
     congestion control for the satellite leg was loaded on the edge with the end hosts' schemes
-    (satlab.testbed.schemes); `loaded` names its instance there."""
+    (satlab.testbed.schemes); `loaded` names its instance there (None: kernel algorithms only)."""
     if p is None:
         return []
     roles = edges(p)
     for role in roles:
-        cc = loaded.cc_for(role, p.congestion_control)
+        cc = loaded.cc_for(role, p.congestion_control) if loaded else p.congestion_control
         path = tb.dir / f"pep-{role}.yaml"
         path.write_text(yaml.safe_dump(pep_config(p, role, tb.gateway, cc), sort_keys=False))
         tb.agent(
