@@ -227,6 +227,13 @@ class Scenario(Strict):
         for i, c in enumerate(self.configurations):
             for cc in sorted(c.congestion_controls(self.traffic)):
                 _check_project_cc(f"configurations.{i}", cc, c)
+                scheme = SCHEMES.get(cc)
+                if scheme and scheme.needs_no_timestamps and self.hosts.settings.timestamps:
+                    raise ValueError(
+                        f"hosts.settings.timestamps: configurations.{i} uses {cc}, whose TCP "
+                        "option must be the first one (Linux writes timestamps before it): "
+                        "set it to false"
+                    )
         for i, t in enumerate(self.traffic):
             if t.client > self.hosts.clients:
                 raise ValueError(
