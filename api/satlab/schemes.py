@@ -69,6 +69,7 @@ class Scheme:
     ceten_variant: int | None = None  # ceten_config.variant: 0 printed, 1 loss fraction
     needs_gateway: str | None = None  # GatewaySettings flag the scheme depends on
     needs_no_timestamps: bool = False  # its option must come first (IP-ERN: the router's rule)
+    ern_base: int | None = None  # ern_config.base: cwnd_tcp's algorithm, 0 CUBIC, 1 NewReno
     stats_map: str = ""  # the loader prints this map's counters, named by `stats`
     stats: tuple[str, ...] = ()
     description: str = ""
@@ -144,11 +145,26 @@ SCHEMES: dict[str, Scheme] = {
             receiver_too=True,
             needs_gateway="ern",
             needs_no_timestamps=True,
+            ern_base=0,
             stats_map="ern_stats",
             stats=ERN_STATS,
             description="IP-ERN (Lopez-Pacheco et al. 2012): capability option on SYN/SYN-ACK, "
             "the receiver echoes the ERN router's XCP feedback, the sender uses "
-            "min(cwnd_tcp, cwnd_ern) with NewReno as cwnd_tcp; plain TCP when not negotiated",
+            "min(cwnd_tcp, cwnd_ern) with CUBIC as cwnd_tcp; plain CUBIC when not negotiated",
+        ),
+        Scheme(
+            "sl_ern_reno",
+            "ernreno",
+            "ern.bpf.o",
+            "sl_ern",
+            cgroup=True,
+            receiver_too=True,
+            needs_gateway="ern",
+            needs_no_timestamps=True,
+            ern_base=1,
+            stats_map="ern_stats",
+            stats=ERN_STATS,
+            description="IP-ERN with NewReno as cwnd_tcp (the base of sl_newreno)",
         ),
         Scheme(
             "sl_westwood",

@@ -24,20 +24,24 @@
  *     cwnd_ern = clamp(cwnd_ern + feedback, mss, bound); an echoed FEEDBACK_NONE (the data
  *     crossed no ERN router) sets it unlimited.
  *
- * The congestion control keeps cwnd_tcp, grown and cut as NewReno (keep_window.h's
- * kw_reno_cong_avoid, tcp_reno_ssthresh), and sets snd_cwnd = min(cwnd_tcp, cwnd_ern)
- * (paper Eq. 1) on every call of cong_avoid. NewReno, not the kernel's CUBIC restated, is the
- * base here: a struct_ops CC cannot wrap another one, and restating CUBIC (selftests'
- * bpf_cubic.c) is left for later; with no ERN router on the path sl_ern is exactly
- * sl_newreno.
+ * The congestion control keeps cwnd_tcp, grown and cut by the base algorithm, and sets
+ * snd_cwnd = min(cwnd_tcp, cwnd_ern) (paper Eq. 1) on every call of cong_avoid. A struct_ops
+ * CC cannot wrap another one, so the base is restated here: CUBIC as Linux runs it (the
+ * default, ern_config.base 0: the paper pairs ERN with the host's default CC) or NewReno
+ * (base 1, keep_window.h's growth and tcp_reno_ssthresh). With no ERN router on the path,
+ * sl_ern is its base.
  *
  * Open points of the paper (ipern.md section 5, "Gaps"), decided here:
  *   - H_cwnd carries the window in force, min(cwnd_tcp, cwnd_ern) (XCP's H_cwnd is the
  *     window the flow sends with; the router divides the positive feedback by it).
- *   - Bound on cwnd_ern: at most bound_factor (ern_config, default 2) times the window in
- *     force. While TCP governs, cwnd_ern stays within 2 x cwnd_tcp instead of drifting to
- *     infinity, so when the ERN router starts giving negative feedback the return to ERN mode
- *     takes a few control intervals, not an unwinding of all the positive feedback received.
+ *   - Bound on cwnd_ern: at most the window in force plus bound_packets segments
+ *     (ern_config.bound_packets, default 2), applied at every echo. While TCP governs,
+ *     cwnd_ern so stays just above cwnd_tcp instead of drifting to infinity (the paper's
+ *     "cwnd_ern -> infinity"), and the first net negative feedback of the router puts ERN in
+ *     force within an RTT; a looser bound (2 x the window was tried) lets CUBIC overflow a
+ *     20-packet buffer long before the router's negative feedback unwinds the slack. While
+ *     ERN governs, the bound still allows 2 segments per ACK, about slow start's pace, so it
+ *     does not hold back XCP's increase after the first RTTs.
  *   - Initial feedback: the sender writes FEEDBACK_NONE, and cwnd_ern starts unlimited; the
  *     first finite echo sets cwnd_ern = (window in force) + feedback, XCP's start. A path
  *     with no ERN router therefore yields plain TCP.
@@ -64,7 +68,7 @@ char _license[] SEC("license") = "GPL";
 #define ERN_UNLIMITED	0xffffffffU
 #define TCPHDR_SYN	0x02
 #define TCPHDR_ACK	0x10
-#define DEFAULT_BOUND_FACTOR	2
+#define DEFAULT_BOUND_PACKETS	2
 #define MIN_ERN_PACKETS	2
 
 /* Counter indexes of ern_stats (satlab.schemes.ERN_STATS). */
@@ -95,8 +99,11 @@ struct ern_flow {
 	__u16 pad;
 };
 
+enum ern_base { BASE_CUBIC = 0, BASE_NEWRENO = 1 };
+
 struct ern_config {
-	__u32 bound_factor;	/* cwnd_ern <= bound_factor x window in force; 0: default 2 */
+	__u32 bound_packets;	/* cwnd_ern <= window in force + this many MSS; 0: default 2 */
+	__u32 base;		/* enum ern_base: the algorithm of cwnd_tcp */
 };
 
 struct {
@@ -129,12 +136,20 @@ static __always_inline void count(__u32 stat)
 		__sync_fetch_and_add(v, 1);
 }
 
-static __always_inline __u32 bound_factor(void)
+static __always_inline __u32 bound_packets(void)
 {
 	__u32 zero = 0;
 	struct ern_config *cfg = bpf_map_lookup_elem(&ern_config, &zero);
 
-	return cfg && cfg->bound_factor ? cfg->bound_factor : DEFAULT_BOUND_FACTOR;
+	return cfg && cfg->bound_packets ? cfg->bound_packets : DEFAULT_BOUND_PACKETS;
+}
+
+static __always_inline __u32 base(void)
+{
+	__u32 zero = 0;
+	struct ern_config *cfg = bpf_map_lookup_elem(&ern_config, &zero);
+
+	return cfg ? cfg->base : BASE_CUBIC;
 }
 
 static __always_inline __u32 be32_at(const __u8 *p)
@@ -247,7 +262,7 @@ static __always_inline void parse_option(struct bpf_sock_ops *skops)
 	{
 		__u64 mss = skops->mss_cache ? skops->mss_cache : 1460;
 		__u64 in_force = (__u64)skops->snd_cwnd * mss;
-		__u64 bound = bound_factor() * in_force;
+		__u64 bound = in_force + (__u64)bound_packets() * mss;
 		__s64 w = f->cwnd_ern == ERN_UNLIMITED ? (__s64)in_force : (__s64)f->cwnd_ern;
 
 		w += rev;
@@ -351,11 +366,227 @@ int ern_sockops(struct bpf_sock_ops *skops)
 	return 1;
 }
 
+/* ---- cwnd_tcp: CUBIC as Linux runs it (net/ipv4/tcp_cubic.c, RFC 9438) ---- */
+/*
+ * The kernel's CUBIC with its default module parameters, written out here because a struct_ops
+ * congestion control cannot call another one: beta 717/1024, C = 0.4 (bic_scale 41), fast
+ * convergence, TCP friendliness, growth capped at 1.5x per RTT (cnt >= 2) and at 5 % per RTT
+ * before the first loss (cnt <= 20), HyStart with ack-train and delay detection from 16 packets.
+ * Times are microseconds from tp->tcp_mstamp (the kernel counts the epoch in jiffies); the
+ * shift of the epoch after an idle period (CA_EVENT_TX_START) is not restated: bulk senders
+ * are never idle.
+ */
+
+#define CUBIC_BETA		717U	/* / 1024 */
+#define CUBIC_SCALE_RTT		410ULL	/* bic_scale 41 x 10: C = 0.4, time in 2^-10 s */
+#define CUBIC_FRIENDLY_SCALE	15U	/* 8 (1024 + beta) / 3 / (1024 - beta) */
+#define CUBIC_UPDATE_US		31250U	/* HZ / 32: the window is recomputed at most this often */
+#define HYSTART_LOW_WINDOW	16U
+#define HYSTART_MIN_SAMPLES	8
+#define HYSTART_ACK_DELTA_US	2000U
+#define HYSTART_DELAY_MIN_US	4000U
+#define HYSTART_DELAY_MAX_US	16000U
+#define USEC_PER_SEC		1000000ULL
+
+struct cubic {
+	__u32 cnt;		/* ACKs per one-packet increase */
+	__u32 w_max;		/* window before the last reduction */
+	__u32 last_cwnd;
+	__u32 last_time;	/* us */
+	__u32 origin;		/* window at the plateau of the cubic */
+	__u32 k;		/* time to the plateau from the epoch start, 2^-10 s */
+	__u32 delay_min;	/* us */
+	__u32 epoch_start;	/* us; 0: no epoch */
+	__u32 ack_cnt;
+	__u32 tcp_cwnd;		/* what Reno would have (TCP friendliness) */
+	__u32 round_start;	/* HyStart: this round's start (us), end sequence, last ACK */
+	__u32 end_seq;
+	__u32 last_ack;
+	__u32 curr_rtt;
+	__u8 sample_cnt;
+	__u8 found;		/* HyStart left slow start */
+};
+
+static __always_inline __u32 now_us(const struct tcp_sock *tp)
+{
+	return (__u32)tp->tcp_mstamp;
+}
+
+/* Index of the highest bit set, 1-based (0 for 0). */
+static __always_inline __u32 fls64_(__u64 x)
+{
+	__u32 n = 0;
+
+	if (x >> 32) { n += 32; x >>= 32; }
+	if (x >> 16) { n += 16; x >>= 16; }
+	if (x >> 8) { n += 8; x >>= 8; }
+	if (x >> 4) { n += 4; x >>= 4; }
+	if (x >> 2) { n += 2; x >>= 2; }
+	if (x >> 1) { n += 1; x >>= 1; }
+	return n + (__u32)x;
+}
+
+/* floor(cbrt(a)) by Newton's method from a power of two above the root. */
+static __always_inline __u32 cube_root(__u64 a)
+{
+	__u64 x, next;
+	int i;
+
+	if (a < 2)
+		return a;
+	x = 1ULL << ((fls64_(a) + 2) / 3);
+	for (i = 0; i < 12; i++) {
+		next = (2 * x + a / (x * x)) / 3;
+		if (next >= x)
+			break;
+		x = next;
+	}
+	return x;
+}
+
+static __always_inline void cubic_reset(struct cubic *c)
+{
+	c->cnt = 0;
+	c->w_max = 0;
+	c->last_cwnd = 0;
+	c->last_time = 0;
+	c->origin = 0;
+	c->k = 0;
+	c->delay_min = 0;
+	c->epoch_start = 0;
+	c->ack_cnt = 0;
+	c->tcp_cwnd = 0;
+	c->found = 0;
+}
+
+static __always_inline void hystart_round(struct cubic *c, const struct tcp_sock *tp)
+{
+	c->round_start = c->last_ack = now_us(tp);
+	c->end_seq = tp->snd_nxt;
+	c->curr_rtt = ~0U;
+	c->sample_cnt = 0;
+}
+
+/* bictcp_update(): the ACK count per increase that follows the cubic (or Reno, if faster). */
+static __always_inline void cubic_update(struct cubic *c, __u32 cwnd, __u32 acked, __u32 now)
+{
+	__u64 t, offs, delta;
+	__u32 target, d;
+
+	c->ack_cnt += acked;
+	if (c->last_cwnd == cwnd && (__s32)(now - c->last_time) <= (__s32)CUBIC_UPDATE_US)
+		return;
+	c->last_cwnd = cwnd;
+	c->last_time = now;
+	if (!c->epoch_start) {
+		c->epoch_start = now ? now : 1;
+		c->ack_cnt = acked;
+		c->tcp_cwnd = cwnd;
+		if (c->w_max <= cwnd) {
+			c->k = 0;
+			c->origin = cwnd;
+		} else {
+			/* K = cbrt((w_max - cwnd) / C), in 2^-10 s */
+			c->k = cube_root((1ULL << 40) / CUBIC_SCALE_RTT * (c->w_max - cwnd));
+			c->origin = c->w_max;
+		}
+	}
+	t = ((__u64)(__u32)(now - c->epoch_start) + c->delay_min) << 10;
+	t /= USEC_PER_SEC;
+	offs = t < c->k ? c->k - t : t - c->k;
+	delta = (CUBIC_SCALE_RTT * offs * offs * offs) >> 40;
+	target = t < c->k ? c->origin - (__u32)delta : c->origin + (__u32)delta;
+	c->cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
+	if (c->w_max == 0 && c->cnt > 20)
+		c->cnt = 20;
+
+	d = (cwnd * CUBIC_FRIENDLY_SCALE) >> 3;
+	if (d && c->ack_cnt > d) {
+		__u32 n = c->ack_cnt / d;
+
+		c->ack_cnt -= n * d;
+		c->tcp_cwnd += n;
+	}
+	if (c->tcp_cwnd > cwnd) {
+		__u32 max_cnt = cwnd / (c->tcp_cwnd - cwnd);
+
+		if (c->cnt > max_cnt)
+			c->cnt = max_cnt;
+	}
+	c->cnt = sl_max(c->cnt, 2U);
+}
+
+/* tcp_cubic's cong_avoid on tp->snd_cwnd (set to cwnd_tcp by the caller). */
+static __always_inline void cubic_cong_avoid(struct sock *sk, struct cubic *c, __u32 ack,
+					     __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!sl_tcp_is_cwnd_limited(sk))
+		return;
+	if (sl_tcp_in_slow_start(tp)) {
+		if ((__s32)(ack - c->end_seq) > 0)
+			hystart_round(c, tp);
+		acked = sl_tcp_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	cubic_update(c, tp->snd_cwnd, acked, now_us(tp));
+	sl_tcp_cong_avoid_ai(tp, c->cnt, acked);
+}
+
+/* bictcp_recalc_ssthresh(): remember w_max (lower with fast convergence), cut by beta. */
+static __always_inline __u32 cubic_ssthresh(struct cubic *c, __u32 cwnd)
+{
+	c->epoch_start = 0;
+	if (cwnd < c->w_max)
+		c->w_max = cwnd * (1024 + CUBIC_BETA) / 2048;
+	else
+		c->w_max = cwnd;
+	return sl_max(cwnd * CUBIC_BETA / 1024, 2U);
+}
+
+/* HyStart: leave slow start when ACK trains stretch to half the minimum RTT or the RTT of a
+ * round rises by clamp(delay_min / 8, 4 ms, 16 ms). `cwnd` is cwnd_tcp. */
+static __always_inline void hystart_sample(struct sock *sk, struct cubic *c, __u32 delay,
+					   __u32 cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 now = now_us(tp), threshold, margin;
+
+	if ((__s32)(now - c->last_ack) <= (__s32)HYSTART_ACK_DELTA_US) {
+		__u64 rate = sk->sk_pacing_rate;
+		__u32 ack_delay = rate ? (__u32)sl_min(1000ULL, 65536ULL * 4 * USEC_PER_SEC / rate)
+				       : 0;
+
+		c->last_ack = now;
+		threshold = c->delay_min + ack_delay;
+		if (sk->sk_pacing_status == SK_PACING_NONE)
+			threshold >>= 1;
+		if ((__s32)(now - c->round_start) > (__s32)threshold) {
+			c->found = 1;
+			tp->snd_ssthresh = cwnd;
+		}
+	}
+	if (c->curr_rtt > delay)
+		c->curr_rtt = delay;
+	if (c->sample_cnt < HYSTART_MIN_SAMPLES) {
+		c->sample_cnt++;
+		return;
+	}
+	margin = sl_min(sl_max(c->delay_min >> 3, HYSTART_DELAY_MIN_US), HYSTART_DELAY_MAX_US);
+	if (c->curr_rtt > c->delay_min + margin) {
+		c->found = 1;
+		tp->snd_ssthresh = cwnd;
+	}
+}
+
 /* ---- the congestion control: min(cwnd_tcp, cwnd_ern) ---- */
 
 struct ern_ca {
-	__u32 cwnd_tcp;		/* NewReno's window, packets */
+	__u32 cwnd_tcp;		/* the base algorithm's window, packets */
 	__u32 last_set;		/* snd_cwnd as this CC last left it */
+	struct cubic cubic;
 };
 
 /* cwnd_ern of the socket's flow in packets (at least MIN_ERN_PACKETS); ERN_UNLIMITED when the
@@ -386,20 +617,27 @@ SEC("struct_ops/ern_init")
 void BPF_PROG(ern_init, struct sock *sk)
 {
 	struct ern_ca *ca = inet_csk_ca(sk);
+	const struct tcp_sock *tp = tcp_sk(sk);
 
-	ca->cwnd_tcp = tcp_sk(sk)->snd_cwnd;
-	ca->last_set = tcp_sk(sk)->snd_cwnd;
+	ca->cwnd_tcp = tp->snd_cwnd;
+	ca->last_set = tp->snd_cwnd;
+	cubic_reset(&ca->cubic);
+	hystart_round(&ca->cubic, tp);
 }
 
-/* tcp_reno_ssthresh() on cwnd_tcp: TCP's own loss response, whatever window was in force. */
+/* The base algorithm's loss response on cwnd_tcp, whatever window was in force. */
 SEC("struct_ops/ern_ssthresh")
 __u32 BPF_PROG(ern_ssthresh, struct sock *sk)
 {
 	struct ern_ca *ca = inet_csk_ca(sk);
+	__u32 cwnd = tcp_window(ca, tcp_sk(sk));
 
-	return sl_max(tcp_window(ca, tcp_sk(sk)) >> 1U, 2U);
+	if (base() == BASE_NEWRENO)
+		return sl_max(cwnd >> 1U, 2U);	/* tcp_reno_ssthresh */
+	return cubic_ssthresh(&ca->cubic, cwnd);
 }
 
+/* Eq. (1): the base algorithm grows cwnd_tcp, then snd_cwnd = min(cwnd_tcp, cwnd_ern). */
 SEC("struct_ops/ern_cong_avoid")
 void BPF_PROG(ern_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
@@ -408,7 +646,10 @@ void BPF_PROG(ern_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	__u32 ern;
 
 	tp->snd_cwnd = tcp_window(ca, tp);
-	kw_reno_cong_avoid(sk, acked);
+	if (base() == BASE_NEWRENO)
+		kw_reno_cong_avoid(sk, acked);
+	else
+		cubic_cong_avoid(sk, &ca->cubic, ack, acked);
 	ca->cwnd_tcp = tp->snd_cwnd;
 	ern = ern_window(sk, tp);
 	if (ern < tp->snd_cwnd) {
@@ -418,6 +659,40 @@ void BPF_PROG(ern_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		count(STAT_TCP_LIMITED);
 	}
 	ca->last_set = tp->snd_cwnd;
+}
+
+/* bictcp_state(): a timeout starts CUBIC afresh. */
+SEC("struct_ops/ern_set_state")
+void BPF_PROG(ern_set_state, struct sock *sk, __u8 new_state)
+{
+	struct ern_ca *ca = inet_csk_ca(sk);
+
+	if (new_state == TCP_CA_Loss) {
+		cubic_reset(&ca->cubic);
+		hystart_round(&ca->cubic, tcp_sk(sk));
+	}
+}
+
+/* bictcp_acked(): RTT samples for the cubic's delay_min and HyStart. */
+SEC("struct_ops/ern_pkts_acked")
+void BPF_PROG(ern_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct ern_ca *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct cubic *c = &ca->cubic;
+	__u32 delay, cwnd;
+
+	if (base() == BASE_NEWRENO || sample->rtt_us < 0)
+		return;
+	/* no delay samples in the second after a reduction */
+	if (c->epoch_start && (__s32)(now_us(tp) - c->epoch_start) < (__s32)USEC_PER_SEC)
+		return;
+	delay = sample->rtt_us ? sample->rtt_us : 1;
+	if (c->delay_min == 0 || c->delay_min > delay)
+		c->delay_min = delay;
+	cwnd = tcp_window(ca, tp);
+	if (!c->found && cwnd < tp->snd_ssthresh && cwnd >= HYSTART_LOW_WINDOW)
+		hystart_sample(sk, c, delay, cwnd);
 }
 
 SEC("struct_ops/ern_undo_cwnd")
@@ -434,6 +709,8 @@ struct tcp_congestion_ops sl_ern = {
 	.init		= (void *)ern_init,
 	.ssthresh	= (void *)ern_ssthresh,
 	.cong_avoid	= (void *)ern_cong_avoid,
+	.set_state	= (void *)ern_set_state,
+	.pkts_acked	= (void *)ern_pkts_acked,
 	.undo_cwnd	= (void *)ern_undo_cwnd,
 	.name		= "sl_ern",
 };
