@@ -90,11 +90,11 @@ def test_xcp_gateway_holds_the_window_without_losses(emulator_bin: Path) -> None
     assert sender["stats"]["feedback_applied"] > 100, report
     assert sender["stats"]["ern_limited"] > 100, report
     # (Almost) no losses, and the link still used: XCP holds the window near the BDP
-    # (80 packets of 1000 B at 1 Mbit/s, 640 ms).
+    # (80 packets of 1000 B at 1 Mbit/s, 640 ms), below the 100 (BDP + buffer) that overflow.
     assert tail_drops(ern) <= 2 and retransmitted(ern) <= 3, report
     assert ern["flows"][0]["goodput_bps"] > 0.75 * cubic["flows"][0]["goodput_bps"], report
     steady = cwnd_after(ern, 10)
-    assert steady and 40 <= min(steady) and max(steady) <= 130, report
+    assert steady and min(steady) >= 60 and max(steady) < 100, report
 
     # Nothing of the run stays in the kernel: instances, pins, cgroups.
     available = AVAILABLE_CC.read_text().split()
