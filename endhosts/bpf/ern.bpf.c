@@ -21,8 +21,8 @@
  *     written into the next one, so a delayed ACK covering two segments echoes both; a
  *     segment that no router lowered adds nothing. With nothing to echo, FEEDBACK_NONE.
  *   - Sender: each echoed value updates cwnd_ern (kept per flow in ern_flows, pinned):
- *     cwnd_ern = clamp(cwnd_ern + feedback, mss, bound); an echoed FEEDBACK_NONE (the data
- *     crossed no ERN router) sets it unlimited.
+ *     cwnd_ern = clamp(cwnd_ern + feedback, mss, bound); an echoed FEEDBACK_NONE on an ACK of
+ *     new data (the data crossed no ERN router) sets it unlimited.
  *
  * The congestion control keeps cwnd_tcp, grown and cut by the base algorithm, and sets
  * snd_cwnd = min(cwnd_tcp, cwnd_ern) (paper Eq. 1) on every call of cong_avoid. A struct_ops
@@ -46,8 +46,10 @@
  *     first finite echo sets cwnd_ern = (window in force) + feedback, XCP's start. A path
  *     with no ERN router therefore yields plain TCP.
  *   - cwnd_ern is never below 2 packets in the CC (one packet per RTT stalls on delayed ACKs).
- *   - cwnd_tcp keeps growing while ERN limits, as the paper's Eq. (1) implies, but only as
- *     the kernel allows for the window in force (tcp_is_cwnd_limited); no extra validation.
+ *   - cwnd_tcp keeps growing while ERN limits, as the paper's Eq. (1) implies (the flow is
+ *     cwnd-limited by the window in force, so tcp_is_cwnd_limited lets it); no extra
+ *     validation. Known consequence: if the ERN router disappears mid-flow, the window jumps
+ *     to cwnd_tcp at once (a burst); ipern.md section 5 suggests cwnd validation for this.
  *   - Linux writes its own options (timestamps, SACK) before the BPF ones, and the router
  *     recognises a segment as ERN only when the ERN option comes first (ern.rs). Data
  *     segments carry no kernel option when timestamps are off, so an ERN scenario sets
