@@ -146,6 +146,20 @@ SCHEMES: list[Scheme] = [
         },
     },
     {
+        "name": "ipern",
+        "label": "IP-ERN: XCP feedback from the satellite edges",
+        "description": "The hosts negotiate an IP-ERN option on SYN/SYN-ACK; the edge gateways "
+        "run XCP on ERN traffic and lower the option's feedback; the receiver echoes it and the "
+        "sender uses min(cwnd_tcp, cwnd_ern), CUBIC as cwnd_tcp. Needs hosts.settings."
+        "timestamps: false (the ERN option must be the first TCP option).",
+        "paper_section": "IP-ERN (Lopez-Pacheco et al., Computer Networks 2012) sections 2-3",
+        "configuration": {
+            "name": "ipern",
+            "transport": {"congestion_control": "sl_ern"},
+            "gateway": {"ern": True},
+        },
+    },
+    {
         "name": "westwood",
         "label": "TCP Westwood+ (eBPF)",
         "description": "After a loss, ssthresh comes from the bandwidth estimate instead of "

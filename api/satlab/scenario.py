@@ -259,6 +259,13 @@ class Scenario(Strict):
         for i, c in enumerate(self.configurations):
             for cc in sorted(c.congestion_controls(self.traffic)):
                 _check_project_cc(f"configurations.{i}", cc, c)
+                scheme = SCHEMES.get(cc)
+                if scheme and scheme.needs_no_timestamps and self.hosts.settings.timestamps:
+                    raise ValueError(
+                        f"hosts.settings.timestamps: configurations.{i} uses {cc}, whose TCP "
+                        "option must be the first one (Linux writes timestamps before it): "
+                        "set it to false"
+                    )
             if c.pep is not None:
                 _check_project_cc(f"configurations.{i}.pep", c.pep.congestion_control, c)
         for i, t in enumerate(self.traffic):

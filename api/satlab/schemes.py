@@ -43,6 +43,18 @@ CETEN_STATS = (
     "loss_no_estimate",
 )
 
+# ern_stats indexes (endhosts/bpf/ern.bpf.c enum ern_stat), in order.
+ERN_STATS = (
+    "options_written",
+    "options_parsed",
+    "negotiated",
+    "not_negotiated",
+    "feedback_applied",
+    "feedback_none",
+    "ern_limited",
+    "tcp_limited",
+)
+
 
 @dataclass(frozen=True)
 class Scheme:
@@ -56,6 +68,8 @@ class Scheme:
     receiver_too: bool = False  # the receiving host runs it as well (CETEN reflection)
     ceten_variant: int | None = None  # ceten_config.variant: 0 printed, 1 loss fraction
     needs_gateway: str | None = None  # GatewaySettings flag the scheme depends on
+    needs_no_timestamps: bool = False  # its option must come first (IP-ERN: the router's rule)
+    ern_base: int | None = None  # ern_config.base: cwnd_tcp's algorithm, 0 CUBIC, 1 NewReno
     stats_map: str = ""  # the loader prints this map's counters, named by `stats`
     stats: tuple[str, ...] = ()
     description: str = ""
@@ -121,6 +135,36 @@ SCHEMES: dict[str, Scheme] = {
             stats=CETEN_STATS,
             description="CETEN, loss-fraction variant: congestion with probability "
             "(1 - p_cong) / ((1 - p_cong) + (1 - p_corr))",
+        ),
+        Scheme(
+            "sl_ern",
+            "ern",
+            "ern.bpf.o",
+            "sl_ern",
+            cgroup=True,
+            receiver_too=True,
+            needs_gateway="ern",
+            needs_no_timestamps=True,
+            ern_base=0,
+            stats_map="ern_stats",
+            stats=ERN_STATS,
+            description="IP-ERN (Lopez-Pacheco et al. 2012): capability option on SYN/SYN-ACK, "
+            "the receiver echoes the ERN router's XCP feedback, the sender uses "
+            "min(cwnd_tcp, cwnd_ern) with CUBIC as cwnd_tcp; plain CUBIC when not negotiated",
+        ),
+        Scheme(
+            "sl_ern_reno",
+            "ernreno",
+            "ern.bpf.o",
+            "sl_ern",
+            cgroup=True,
+            receiver_too=True,
+            needs_gateway="ern",
+            needs_no_timestamps=True,
+            ern_base=1,
+            stats_map="ern_stats",
+            stats=ERN_STATS,
+            description="IP-ERN with NewReno as cwnd_tcp (the base of sl_newreno)",
         ),
         Scheme(
             "sl_westwood",

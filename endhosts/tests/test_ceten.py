@@ -40,8 +40,8 @@ def transfer_in(netns: str, cg: Path, ca: str, capture: Path | None = None) -> d
     dump = None
     if capture is not None:
         dump = subprocess.Popen(
-            ["ip", "netns", "exec", netns, "tcpdump", "-U", "-i", "lo", "-c", "40", "-w", str(capture),
-             f"tcp port {PORT}"],
+            ["ip", "netns", "exec", netns, "tcpdump", "-U", "-i", "lo", "-c", "40",
+             "-w", str(capture), f"tcp port {PORT}"],
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
     try:

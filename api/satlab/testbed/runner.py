@@ -20,7 +20,8 @@ import yaml
 
 from satlab import __version__
 from satlab.agent.unixhttp import AgentError
-from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, UdpCross
+from satlab.scenario import BulkTcp, Configuration, RunSpec, Scenario, ShortFlows, UdpCross
+from satlab.schemes import project_scheme
 from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
@@ -183,7 +184,7 @@ def _execute(
     except TimeoutError:
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
-    edges = _start_gateways(spec, tb)
+    edges = _start_gateways(sc, spec, tb)
     peps = edge_pep.start(spec.configuration.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
@@ -272,11 +273,29 @@ def _execute(
     }
 
 
-def _start_gateways(spec: RunSpec, tb: Testbed) -> list[str]:
+def ern_ports(sc: Scenario, conf: Configuration) -> list[int]:
+    """The gateway's `ern.ports` for a configuration: the scenario's `gateway.ern_ports` when
+    given, else the ports of the flows that use an IP-ERN scheme (traffic i runs on BASE_PORT + i),
+    so the router counts exactly the ERN-over-TCP traffic, as the paper's reserved port does."""
+    g = conf.gateway
+    if g is None or g.ern_ports:
+        return list(g.ern_ports) if g else []
+    return [
+        BASE_PORT + i
+        for i, t in enumerate(sc.traffic)
+        if not isinstance(t, UdpCross)
+        and (s := project_scheme(t.congestion_control or conf.transport.congestion_control))
+        and s.needs_gateway == "ern"
+    ]
+
+
+def _start_gateways(sc: Scenario, spec: RunSpec, tb: Testbed) -> list[str]:
     """Starts satlab-gateway at both edges through their agents; returns the edges started."""
     g = spec.configuration.gateway
     if g is None or tb.topo is None:
         return []
+    if g.ern:
+        g = g.model_copy(update={"ern_ports": ern_ports(sc, spec.configuration)})
     for role in ("gw", "st"):
         cfg = edge_gateway.gateway_config(
             g, role, tb.topo.address(role), tb.dir / "emulator.sock", spec.seed

@@ -142,6 +142,9 @@ def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> Loaded
                 args += ["--set", f"eten_config={eten.config_hex()}"]
             if scheme.ceten_variant is not None:
                 args += ["--set", f"ceten_config={struct.pack('<I', scheme.ceten_variant).hex()}"]
+            if scheme.ern_base is not None:
+                # struct ern_config: bound_packets (0: the program's default, 2), base
+                args += ["--set", f"ern_config={struct.pack('<II', 0, scheme.ern_base).hex()}"]
             if scheme.cgroup:
                 cg = cgroup_dir(tb.id, role)
                 cg.mkdir(parents=True, exist_ok=True)
