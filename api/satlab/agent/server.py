@@ -7,7 +7,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), an end-host scheme loader
                                     (kind=scheme: endhosts/build/sl-scheme), or a pcap
-                                    (kind=capture, args [iface, file, snaplen, count]); with
+                                    (kind=capture, args [iface, file, snaplen, count]), or
+                                    Yang's receiver (kind=withhold: satlab-withhold); with
                                     `cgroup`, in that cgroup (a scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
@@ -15,8 +16,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /sampling                    the samples so far
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
-Only these programs run: the project's traffic generator, emulator, gateway and scheme loader,
-tcpdump and ethtool, so an agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, emulator, gateway, scheme loader and
+withholding receiver, tcpdump and ethtool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from satlab.schemes import LOADER_BIN
 from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
 from satlab.testbed.schemes import CGROUP_ROOT
+from satlab.testbed.withhold import WITHHOLD_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
@@ -155,6 +157,8 @@ class Agent:
             argv = [str(GATEWAY_BIN), *args]
         elif kind == "scheme":
             argv = [str(LOADER_BIN), *args]
+        elif kind == "withhold":
+            argv = [str(WITHHOLD_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -171,9 +175,8 @@ class Agent:
                 path,
             ]
         else:
-            return 400, {
-                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, scheme, capture"
-            }
+            kinds = "traffic, emulator, gateway, scheme, capture, withhold"
+            return 400, {"error": f"kind: {kind!r} is not one of {kinds}"}
         cgroup = body.get("cgroup")
         if cgroup is not None:
             # A scheme's sockops program acts on the sockets of the processes in the host's

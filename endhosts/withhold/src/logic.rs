@@ -90,6 +90,9 @@ pub struct Flow<T> {
     mss: u32,
     iat_ewma_ns: Option<f64>,
     last_arrival: Option<u64>,
+    /// Next in-order sequence number as far as the arrivals and ACKs tell (the kernel's rcv_nxt
+    /// except after a hole filled by a segment that leaves another hole, until the next ACK).
+    expected: Option<u32>,
     /// Out-of-order arrivals not yet answered by a dupACK.
     ooo_pending: u32,
     strides: VecDeque<u32>,
@@ -110,6 +113,7 @@ impl<T> Flow<T> {
             mss: 0,
             iat_ewma_ns: None,
             last_arrival: None,
+            expected: None,
             ooo_pending: 0,
             strides: VecDeque::new(),
             episode: None,
@@ -152,11 +156,14 @@ impl<T> Flow<T> {
         if self.rcv_max_nxt.is_none_or(|m| after(end, m)) {
             self.rcv_max_nxt = Some(end);
         }
-        if let Some(rcv_nxt) = self.last_ack {
-            if after(seq, rcv_nxt) {
+        // In-order data may not be acknowledged yet (delayed ACKs): `expected` follows it.
+        match self.expected {
+            Some(e) if after(seq, e) => {
                 self.ooo_pending += 1;
                 self.counters.ooo_arrivals += 1;
             }
+            Some(e) if after(end, e) => self.expected = Some(end),
+            _ => {}
         }
     }
 
@@ -177,6 +184,9 @@ impl<T> Flow<T> {
         }
         if prev.is_none_or(|p| after(ack, p)) {
             self.last_ack = Some(ack);
+            if self.expected.is_none_or(|e| after(ack, e)) {
+                self.expected = Some(ack);
+            }
             self.ooo_pending = 0;
             if let (Some(ep), Some(old)) = (self.episode.take(), prev) {
                 self.end_episode(now, ep, old, ack, pkt);
