@@ -23,9 +23,10 @@
 //! - After a DUP release and until the hole fills, further dupACKs pass at once: the sender is in
 //!   fast recovery and needs them (the thesis leaves this open).
 //! - SEQ release: the held dupACKs are rewritten into partial ACKs, evenly spaced in
-//!   (old rcv_nxt, new rcv_nxt] on segment boundaries, followed by the kernel's own new ACK.
-//!   There are cnt - immediate held packets plus the new ACK, so up to cnt ACKs; a surplus held
-//!   packet (immediate dupACKs off) is dropped.
+//!   (old rcv_nxt, new rcv_nxt] on segment boundaries, followed by the kernel's own new ACK:
+//!   up to cnt ACKs. The first partial ACK covers the hole plus the dupACKs already sent (Linux
+//!   Reno forgets only acked - 1 counted dupACKs per new ACK); a held packet left without a
+//!   strictly larger ack number is dropped.
 
 use std::collections::VecDeque;
 
@@ -96,6 +97,9 @@ pub struct Flow<T> {
     /// Out-of-order arrivals not yet answered by a dupACK.
     ooo_pending: u32,
     strides: VecDeque<u32>,
+    /// The sender's view: the last ACK number let out and the dupACKs its Reno still counts.
+    sent_ack: Option<u32>,
+    sender_dups: u32,
     episode: Option<Episode<T>>,
     /// Paced packets: due time, packet, verdict. Anything sent while it is not empty queues
     /// behind it, so ACKs are never reordered.
@@ -116,6 +120,8 @@ impl<T> Flow<T> {
             expected: None,
             ooo_pending: 0,
             strides: VecDeque::new(),
+            sent_ack: None,
+            sender_dups: 0,
             episode: None,
             pace: VecDeque::new(),
             out: Vec::new(),
@@ -176,9 +182,12 @@ impl<T> Flow<T> {
         };
         self.counters.acks += 1;
         let prev = self.last_ack;
-        let is_dup = pure && prev == Some(ack) && self.ooo_pending > 0;
+        // A dupACK while a hole is open, whether an out-of-order or a duplicate segment caused
+        // it: the sender counts both alike.
+        let hole = self.rcv_max_nxt.is_some_and(|m| after(m, ack));
+        let is_dup = pure && prev == Some(ack) && (self.ooo_pending > 0 || hole);
         if is_dup {
-            self.ooo_pending -= 1;
+            self.ooo_pending = self.ooo_pending.saturating_sub(1);
             self.dupack(now, pkt, ack);
             return;
         }
@@ -193,7 +202,25 @@ impl<T> Flow<T> {
                 return;
             }
         }
+        self.sender_sees(ack, pure);
         self.send(now, pkt, Verdict::Accept);
+    }
+
+    /// Follows the sender's Reno dupACK count as an ACK is let out. Linux counts each dupACK
+    /// as a segment that left the network, and a new ACK acking k segments forgets only k - 1
+    /// of them (`tcp_remove_reno_sacks`), so the count can carry over from one hole to the next;
+    /// FreeBSD, Yang's sender, reset it on every new ACK.
+    fn sender_sees(&mut self, ack: u32, pure: bool) {
+        match self.sent_ack {
+            Some(s) if after(ack, s) => {
+                let acked = (ack.wrapping_sub(s) / self.mss.max(1)).max(1);
+                self.sender_dups = self.sender_dups.saturating_sub(acked - 1);
+                self.sent_ack = Some(ack);
+            }
+            Some(s) if s == ack && pure => self.sender_dups += 1,
+            None => self.sent_ack = Some(ack),
+            _ => {}
+        }
     }
 
     fn dupack(&mut self, now: u64, pkt: T, ack: u32) {
@@ -213,8 +240,11 @@ impl<T> Flow<T> {
         }
         ep.cnt += 1;
         ep.max_stride = ep.max_stride.max(stride);
-        if ep.released || ep.cnt <= self.p.immediate_dupacks {
+        // Yang's "cnt <= 2" is the sender's dupACK count on FreeBSD; on Linux it is followed
+        // in `sender_dups`, which may start above 0 (see `sender_sees`).
+        if ep.released || self.sender_dups < self.p.immediate_dupacks {
             self.counters.dupacks_immediate += 1;
+            self.sender_sees(ack, true);
             self.send(now, pkt, Verdict::Accept);
             return;
         }
@@ -235,6 +265,9 @@ impl<T> Flow<T> {
         let gap = now.saturating_sub(ep.t0) / u64::from(ep.cnt.max(1));
         let held: Vec<T> = ep.held.drain(..).collect();
         for (i, pkt) in held.into_iter().enumerate() {
+            if let Some(a) = self.sent_ack {
+                self.sender_sees(a, true);
+            }
             self.schedule(now + i as u64 * gap, pkt, Verdict::Accept);
         }
     }
@@ -252,28 +285,42 @@ impl<T> Flow<T> {
             self.counters.strides_recorded += 1;
         }
         if ep.released || ep.held.is_empty() {
+            self.sender_sees(new, true);
             self.send(now, pkt, Verdict::Accept);
             return;
         }
         // SEQ release: up to cnt ACKs evenly spaced in (old, new], the last one the kernel's.
+        // Linux's Reno counts each dupACK as a segment that left the network and a new ACK
+        // only forgets (segments acked - 1) of them: the first partial ACK covers the hole and
+        // the dupACKs already sent, or they would carry over into the next episode's count.
+        // Ack numbers are on segment boundaries and strictly increasing (an equal one would be
+        // a dupACK); held packets that find no such number are dropped.
         self.counters.released_seq += 1;
-        let k = (ep.held.len() as u32 + 1).min(ep.cnt.max(1));
         let gap = elapsed / u64::from(ep.cnt.max(1));
         let span = new.wrapping_sub(old);
         let mss = self.mss.max(1);
-        for i in 1..k {
-            let pkt_i = ep.held.pop_front().expect("k - 1 <= held");
-            let step = (u64::from(span) * u64::from(i) / u64::from(k)) as u32;
-            let aligned = step.div_ceil(mss).saturating_mul(mss).min(span);
+        let first = (self.sender_dups + 1).saturating_mul(mss);
+        let room = if span > first {
+            (span - first) / mss
+        } else {
+            0
+        };
+        let wanted = (ep.held.len() as u32).min(ep.cnt.saturating_sub(1));
+        let n = wanted.min(room);
+        for j in 0..n {
+            let pkt_j = ep.held.pop_front().expect("n <= held");
+            let step = (u64::from(span - first) * u64::from(j) / u64::from(n)) as u32;
+            let ack = old.wrapping_add(first + step / mss * mss);
+            self.sender_sees(ack, true);
             self.counters.acks_rewritten += 1;
-            let v = Verdict::AcceptWithAck(old.wrapping_add(aligned));
-            self.schedule(now + u64::from(i - 1) * gap, pkt_i, v);
+            self.schedule(now + u64::from(j) * gap, pkt_j, Verdict::AcceptWithAck(ack));
         }
         for surplus in ep.held.drain(..) {
             self.counters.acks_dropped += 1;
             self.out.push((surplus, Verdict::Drop));
         }
-        self.schedule(now + u64::from(k - 1) * gap, pkt, Verdict::Accept);
+        self.sender_sees(new, true);
+        self.schedule(now + u64::from(n) * gap, pkt, Verdict::Accept);
     }
 
     fn schedule(&mut self, due: u64, pkt: T, v: Verdict) {
@@ -465,15 +512,16 @@ mod tests {
         let accepted_at_once: Vec<_> = ids.iter().map(|i| rx.verdict(*i)).collect();
         assert_eq!(accepted_at_once[..2], [Some(Verdict::Accept); 2]);
         assert!(accepted_at_once[2..].iter().all(|v| v.is_none()));
-        // The fill: 3 held dupACKs become partial ACKs between 30 and 36 segments, then the
-        // kernel's ACK of 36; paced (66 - 61) ms / 5 apart.
+        // The fill: 3 held dupACKs become partial ACKs between 30 and 36 segments, the first
+        // covering the hole and the 2 dupACKs sent, then the kernel's ACK of 36; paced
+        // (66 - 61) ms / 5 apart.
         rx.advance(200);
         let acks: Vec<_> = ids[2..].iter().map(|i| rx.verdict(*i).unwrap()).collect();
         assert_eq!(
             acks,
             [
-                Verdict::AcceptWithAck(32 * MSS),
                 Verdict::AcceptWithAck(33 * MSS),
+                Verdict::AcceptWithAck(34 * MSS),
                 Verdict::AcceptWithAck(35 * MSS)
             ]
         );
@@ -551,7 +599,7 @@ mod tests {
         let fill = rx.arrive(13, 10);
         rx.advance(100);
         // cnt = 2 ACKs: one held dupACK rewritten, the other dropped, then the kernel's ACK.
-        assert_eq!(rx.verdict(ids[0]), Some(Verdict::AcceptWithAck(12 * MSS)));
+        assert_eq!(rx.verdict(ids[0]), Some(Verdict::AcceptWithAck(11 * MSS)));
         assert_eq!(rx.verdict(ids[1]), Some(Verdict::Drop));
         assert_eq!(rx.verdict(fill), Some(Verdict::Accept));
         assert_eq!(rx.flow.counters.acks_dropped, 1);
@@ -567,5 +615,29 @@ mod tests {
         rx.verdicts.extend(rx.flow.drain());
         assert!(more.iter().all(|i| rx.verdict(*i).is_some()));
         assert_eq!(rx.flow.deadline(), None);
+    }
+
+    #[test]
+    fn dupacks_the_sender_still_counts_are_not_repeated() {
+        let mut rx = Rx::new(2);
+        in_order(&mut rx, 0, 10, 0);
+        // Segments 10 and 11 both late: 12 and 13 arrive (2 dupACKs of 10 go out), then 10
+        // alone: the ACK of 11 acks one segment, so Linux Reno still counts 2 dupACKs.
+        let ids: Vec<u32> = [12, 13]
+            .iter()
+            .map(|i| rx.arrive(u64::from(*i), *i))
+            .collect();
+        assert!(ids.iter().all(|i| rx.verdict(*i) == Some(Verdict::Accept)));
+        rx.arrive(14, 10);
+        // Another arrival above the hole at 11: a third dupACK now would be a fast retransmit.
+        let next = rx.arrive(15, 14);
+        assert_eq!(rx.verdict(next), None, "held");
+        // 11 arrives: an episode of cnt = 1 releases one ACK, the kernel's ACK of 15 (it acks
+        // 4 segments and clears the count); the held dupACK has no place and is dropped.
+        let fill = rx.arrive(16, 11);
+        rx.advance(100);
+        assert_eq!(rx.verdict(next), Some(Verdict::Drop));
+        assert_eq!(rx.verdict(fill), Some(Verdict::Accept));
+        assert_eq!(rx.flow.sender_dups, 0);
     }
 }
