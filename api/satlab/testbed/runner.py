@@ -2,8 +2,9 @@
 
 Order: testbed up -> host settings -> project congestion controls loaded on the sending hosts
 (satlab.testbed.schemes) -> emulator started with the run's seed -> edge gateways (when
-the configuration has a `gateway` section) -> withholding receivers (`receiver.withhold`) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
-watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
+the configuration has a `gateway` section) -> withholding receivers (`receiver.withhold`) ->
+sinks -> TCP_INFO sampling -> senders -> wait (agents watched; the run fails with the reason if
+one dies) -> stop -> collect -> teardown. A fresh testbed
 and a fresh emulator per run means every configuration starts from the same channel state at t=0.
 """
 
