@@ -42,6 +42,30 @@ class HostSettings(Strict):
     )
     mss_bytes: int | None = Field(None, ge=536, le=1460, description="advertised MSS clamp")
     initial_cwnd_packets: int | None = Field(None, ge=1, le=100, description="route initcwnd")
+    # The loss-recovery extensions Yang's baseline sender lacks (lossdiff.md B4). Limited
+    # Transmit (RFC 3042) has no switch in Linux: it follows from how dupACKs shrink the
+    # in-flight count, so a Linux sender always uses it (see receiver.withhold.immediate_dupacks).
+    rack: bool = Field(True, description="RACK loss detection (net.ipv4.tcp_recovery bit 0x1)")
+    tlp: bool = Field(True, description="tail loss probes (net.ipv4.tcp_early_retrans 3, off 0)")
+    reordering_packets: int = Field(
+        3, ge=1, le=300, description="initial dupthresh (net.ipv4.tcp_reordering)"
+    )
+    max_reordering_packets: int = Field(
+        300,
+        ge=1,
+        le=10000,
+        description="bound of the dynamic dupthresh (net.ipv4.tcp_max_reordering); equal to "
+        "reordering_packets: dynamic dupthresh off",
+    )
+
+    @model_validator(mode="after")
+    def _reordering_bounds(self) -> HostSettings:
+        if self.max_reordering_packets < self.reordering_packets:
+            raise ValueError(
+                f"max_reordering_packets: {self.max_reordering_packets} must be at least "
+                f"reordering_packets ({self.reordering_packets})"
+            )
+        return self
 
 
 class Hosts(Strict):
@@ -205,11 +229,43 @@ class PepSettings(Strict):
         return self
 
 
+class Withhold(Strict):
+    """Yang's reordering-robust receiver (seed 002, lossdiff.md B1; endhosts/withhold): the
+    receiving host withholds dupACKs up to the largest reordering stride seen, through NFQUEUE.
+    The open parameters of the thesis are chosen here (endhosts/README.md)."""
+
+    immediate_dupacks: int = Field(
+        2, ge=0, le=2, description="dupACKs sent at once (0 for senders using Limited Transmit)"
+    )
+    history_episodes: int = Field(
+        16, ge=1, le=1024, description="reordering episodes whose largest stride is kept"
+    )
+    iat_weight: float = Field(
+        0.125, ge=0.001, le=1, description="EWMA weight of the newest inter-arrival time"
+    )
+    initial_threshold_packets: int = Field(
+        3, ge=1, le=10000, description="threshold before any reordering is recorded"
+    )
+    rtt_ms: float = Field(
+        600,
+        ge=1,
+        le=60000,
+        description="receiver RTT estimate: a hole filled later was a retransmission",
+    )
+
+
+class ReceiverSettings(Strict):
+    """What runs on the receiving hosts of the configuration's TCP flows."""
+
+    withhold: Withhold | None = None
+
+
 class Configuration(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")
     transport: Transport = Transport()
     gateway: GatewaySettings | None = None
     pep: PepSettings | None = None
+    receiver: ReceiverSettings = ReceiverSettings()
 
     def congestion_controls(self, traffic: list[Traffic]) -> set[str]:
         """Every congestion control this configuration's TCP flows use."""
@@ -268,6 +324,12 @@ class Scenario(Strict):
                     )
             if c.pep is not None:
                 _check_project_cc(f"configurations.{i}.pep", c.pep.congestion_control, c)
+            if c.receiver.withhold is not None and self.hosts.settings.sack:
+                # The withheld and rewritten ACKs are plain dupACKs; SACK blocks would tell the
+                # sender what they hide (and Linux compresses SACKed dupACKs).
+                raise ValueError(
+                    f"configurations.{i}.receiver.withhold: needs hosts.settings.sack: false"
+                )
         for i, t in enumerate(self.traffic):
             if t.client > self.hosts.clients:
                 raise ValueError(

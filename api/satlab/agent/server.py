@@ -7,17 +7,18 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
-                                    endhosts/build/sl-scheme), or a pcap (kind=capture, args
-                                    [iface, file, snaplen, count]); with `cgroup`, in that
-                                    cgroup (a scheme's sockops acts there)
+                                    endhosts/build/sl-scheme), Yang's receiver (kind=withhold:
+                                    satlab-withhold), or a pcap (kind=capture, args [iface,
+                                    file, snaplen, count]); with `cgroup`, in that cgroup (a
+                                    scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
-Only these programs run: the project's traffic generator, emulator, gateway, PEP and scheme
-loader, tcpdump and ethtool, so an agent on a physical host is no remote shell.
+Only these programs run: the project's traffic generator, emulator, gateway, PEP, scheme loader
+and withholding receiver, tcpdump and ethtool, so an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from satlab.testbed.emulator import EMULATOR_BIN
 from satlab.testbed.gateway import GATEWAY_BIN
 from satlab.testbed.pep import PEP_BIN
 from satlab.testbed.schemes import CGROUP_ROOT
+from satlab.testbed.withhold import WITHHOLD_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 
@@ -159,6 +161,8 @@ class Agent:
             argv = [str(LOADER_BIN), *args]
         elif kind == "pep":
             argv = [str(PEP_BIN), *args]
+        elif kind == "withhold":
+            argv = [str(WITHHOLD_BIN), *args]
         elif kind == "capture":
             iface, path, snaplen, count = args
             # -c bounds the file: count x (snaplen + 16-byte record header) bytes at most.
@@ -175,10 +179,8 @@ class Agent:
                 path,
             ]
         else:
-            return 400, {
-                "error": f"kind: {kind!r} is not one of traffic, emulator, gateway, pep, scheme, "
-                "capture"
-            }
+            kinds = "traffic, emulator, gateway, pep, scheme, capture, withhold"
+            return 400, {"error": f"kind: {kind!r} is not one of {kinds}"}
         cgroup = body.get("cgroup")
         if cgroup is not None:
             # A scheme's sockops program acts on the sockets of the processes in the host's

@@ -2,8 +2,9 @@
 
 Order: testbed up -> host settings -> project congestion controls loaded on the sending hosts
 (satlab.testbed.schemes) -> emulator started with the run's seed -> edge gateways (when
-the configuration has a `gateway` section) -> sinks -> TCP_INFO sampling -> senders -> wait (agents
-watched; the run fails with the reason if one dies) -> stop -> collect -> teardown. A fresh testbed
+the configuration has a `gateway` section) -> withholding receivers (`receiver.withhold`) ->
+sinks -> TCP_INFO sampling -> senders -> wait (agents watched; the run fails with the reason if
+one dies) -> stop -> collect -> teardown. A fresh testbed
 and a fresh emulator per run means every configuration starts from the same channel state at t=0.
 """
 
@@ -25,6 +26,7 @@ from satlab.schemes import project_scheme
 from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
+from satlab.testbed import withhold
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -137,7 +139,14 @@ def run_one(
             result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
             result["status"] = "ok"
             result["setup_s"] = result.pop("_setup_s")
-    except (RunFailed, TestbedError, AgentError, TimeoutError, host_schemes.SchemeError) as exc:
+    except (
+        RunFailed,
+        TestbedError,
+        AgentError,
+        TimeoutError,
+        host_schemes.SchemeError,
+        withhold.WithholdError,
+    ) as exc:
         result["status"] = "failed"
         result["error"] = str(exc)
     result["wall_s"] = time.time() - started
@@ -190,6 +199,11 @@ def _execute(
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
 
+    tcp_receivers: dict[str, list[int]] = {}
+    for i, t in enumerate(sc.traffic):
+        if not isinstance(t, UdpCross):
+            tcp_receivers.setdefault(_roles(t)[1], []).append(BASE_PORT + i)
+    withholding = withhold.start(tb, conf.receiver.withhold, tcp_receivers)
     senders: dict[int, str] = {}
     sample_ports: dict[str, list[int]] = {}
     for i, t in enumerate(sc.traffic):
@@ -231,6 +245,7 @@ def _execute(
     sinks_out = {
         i: tb.agent(_roles(t)[1], "DELETE", f"/processes/sink{i}") for i, t in enumerate(sc.traffic)
     }
+    receivers = withhold.stop(tb, withholding)
     samples = {r: tb.agent(r, "GET", "/sampling")["samples"] for r in sample_ports}
     netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     for role in pcaps:
@@ -254,6 +269,9 @@ def _execute(
         out["endhosts"] = endhosts
     if peps:
         out["pep"] = pep_records  # final counters and connection records of each edge's PEP
+    if receivers:
+        # per receiving host: satlab-withhold's counters (dupACKs held, releases, strides)
+        out["receivers"] = receivers
     return {
         **out,
         "_setup_s": setup_s,
@@ -371,6 +389,10 @@ def _counter_diff(before: dict[str, int], after: dict[str, int]) -> dict[str, in
         "TcpExt.TCPLossProbes",
         "TcpExt.TCPTimeouts",
         "TcpExt.TCPSackRecovery",
+        "TcpExt.TCPRenoRecovery",
+        "TcpExt.TCPFastRetrans",
+        "TcpExt.TCPRenoReorder",
+        "TcpExt.DelayedACKLost",
     )
     return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
 

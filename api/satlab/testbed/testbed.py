@@ -215,6 +215,10 @@ class Testbed:
             "net.ipv4.tcp_sack": int(s.sack),
             "net.ipv4.tcp_ecn": {"off": 0, "on": 1, "passive": 2}[s.ecn],
             "net.ipv4.tcp_timestamps": int(s.timestamps),
+            "net.ipv4.tcp_recovery": int(s.rack),
+            "net.ipv4.tcp_early_retrans": 3 if s.tlp else 0,
+            "net.ipv4.tcp_reordering": s.reordering_packets,
+            "net.ipv4.tcp_max_reordering": s.max_reordering_packets,
             "net.ipv4.tcp_rmem": f"4096 131072 {s.rmem_max_bytes}",
             "net.ipv4.tcp_wmem": f"4096 16384 {s.wmem_max_bytes}",
             # Every run starts from the same state: no cached ssthresh/RTT from an earlier flow.

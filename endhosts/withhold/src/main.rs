@@ -1,0 +1,341 @@
+//! satlab-withhold: the reordering-robust receiver of Yang 2001 (lossdiff.md part B) on an
+//! unmodified Linux receiver. Two NFQUEUE rules in the receiving host's network namespace hand
+//! this program the flow's incoming segments (seen and accepted at once, before TCP processes
+//! them) and its outgoing segments (the ACKs, which it passes, holds, paces, rewrites or drops;
+//! see logic.rs). The rules are installed at start and removed at exit, with `--queue-bypass`
+//! so that packets pass untouched if the program is gone. On SIGTERM/SIGINT everything held is
+//! let out and the counters are printed as one JSON line (the last line of stdout).
+//!
+//! Usage: satlab-withhold --port P [--port P ...] [--immediate-dupacks 2] [--history 16]
+//!        [--iat-weight 0.125] [--initial-threshold 3] [--rtt-ms 600]
+//!        [--queue-out 7] [--queue-in 8]
+
+mod logic;
+mod tcp;
+
+use logic::{Counters, Flow, Params, Verdict};
+use std::collections::HashMap;
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+struct Args {
+    ports: Vec<u16>,
+    queue_out: u16,
+    queue_in: u16,
+    params: Params,
+}
+
+fn value<T>(name: &str, v: Option<String>, lo: f64, hi: f64) -> Result<T, String>
+where
+    T: std::str::FromStr + Into<f64> + Copy,
+{
+    let v = v.ok_or(format!("{name}: a value is required"))?;
+    let x: T = v
+        .parse()
+        .map_err(|_| format!("{name}: {v:?} is not a number"))?;
+    let f: f64 = x.into();
+    if !(lo..=hi).contains(&f) {
+        return Err(format!("{name}: {v} is out of [{lo}, {hi}]"));
+    }
+    Ok(x)
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        ports: vec![],
+        queue_out: 7,
+        queue_in: 8,
+        params: Params {
+            immediate_dupacks: 2,
+            history: 16,
+            iat_weight: 0.125,
+            initial_threshold: 3,
+            rtt_ns: 600_000_000,
+        },
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next();
+        match k.as_str() {
+            "--port" => a.ports.push(value::<u16>(&k, v, 1.0, 65535.0)?),
+            "--queue-out" => a.queue_out = value::<u16>(&k, v, 0.0, 65535.0)?,
+            "--queue-in" => a.queue_in = value::<u16>(&k, v, 0.0, 65535.0)?,
+            "--immediate-dupacks" => {
+                a.params.immediate_dupacks = value::<u32>(&k, v, 0.0, 2.0)?;
+            }
+            "--history" => a.params.history = value::<u32>(&k, v, 1.0, 1024.0)? as usize,
+            "--iat-weight" => a.params.iat_weight = value::<f64>(&k, v, 1e-3, 1.0)?,
+            "--initial-threshold" => {
+                a.params.initial_threshold = value::<u32>(&k, v, 1.0, 10_000.0)?;
+            }
+            "--rtt-ms" => a.params.rtt_ns = (value::<f64>(&k, v, 1.0, 60_000.0)? * 1e6) as u64,
+            _ => return Err(format!("{k}: unknown option")),
+        }
+    }
+    if a.ports.is_empty() {
+        return Err("--port: at least one receiving port is required".into());
+    }
+    if a.queue_in == a.queue_out {
+        return Err("--queue-in: must differ from --queue-out".into());
+    }
+    Ok(a)
+}
+
+/// The iptables rules of the receiving ports; removed when dropped.
+struct Rules(Vec<Vec<String>>);
+
+impl Rules {
+    fn install(a: &Args) -> Result<Rules, String> {
+        let mut rules = Rules(vec![]);
+        for p in &a.ports {
+            for (chain, dir, q) in [
+                ("OUTPUT", "--sport", a.queue_out),
+                ("INPUT", "--dport", a.queue_in),
+            ] {
+                let spec: Vec<String> = [chain, "-p", "tcp", dir, &p.to_string(), "-j", "NFQUEUE"]
+                    .into_iter()
+                    .map(String::from)
+                    .chain(["--queue-num".into(), q.to_string(), "--queue-bypass".into()])
+                    .collect();
+                iptables("-I", &spec)?;
+                rules.0.push(spec);
+            }
+        }
+        Ok(rules)
+    }
+}
+
+impl Drop for Rules {
+    fn drop(&mut self) {
+        for spec in &self.0 {
+            if let Err(e) = iptables("-D", spec) {
+                eprintln!("satlab-withhold: {e}");
+            }
+        }
+    }
+}
+
+fn iptables(op: &str, spec: &[String]) -> Result<(), String> {
+    let out = Command::new("iptables")
+        .arg("-w")
+        .arg(op)
+        .args(spec)
+        .output()
+        .map_err(|e| format!("iptables: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("iptables {op} {}: {}", spec.join(" "), err.trim()));
+    }
+    Ok(())
+}
+
+/// Opens the queue and finds its netlink socket: the `nfq` crate does not expose it, and poll(2)
+/// needs it to sleep until a packet or the next paced release. The socket gets the lowest free
+/// descriptor (single-threaded here), which is probed first and checked afterwards.
+fn open_queue() -> Result<(nfq::Queue, libc::c_int), String> {
+    let probe = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0) };
+    if probe < 0 {
+        return Err("socket: cannot probe the next descriptor".into());
+    }
+    unsafe { libc::close(probe) };
+    let q = nfq::Queue::open().map_err(|e| format!("nfqueue: {e} (is this root?)"))?;
+    let mut proto: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            probe,
+            libc::SOL_SOCKET,
+            libc::SO_PROTOCOL,
+            &mut proto as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 || proto != libc::NETLINK_NETFILTER {
+        return Err("nfqueue: could not find the queue's netlink socket".into());
+    }
+    Ok((q, probe))
+}
+
+type Key = ([u8; 4], u16, u16); // remote address, remote port, local port
+
+fn add(t: &mut Counters, c: &Counters) {
+    t.data_segments += c.data_segments;
+    t.ooo_arrivals += c.ooo_arrivals;
+    t.acks += c.acks;
+    t.dupacks += c.dupacks;
+    t.dupacks_immediate += c.dupacks_immediate;
+    t.dupacks_held += c.dupacks_held;
+    t.episodes += c.episodes;
+    t.released_dup_threshold += c.released_dup_threshold;
+    t.released_dup_timer += c.released_dup_timer;
+    t.released_seq += c.released_seq;
+    t.acks_rewritten += c.acks_rewritten;
+    t.acks_dropped += c.acks_dropped;
+    t.filtered_episodes += c.filtered_episodes;
+    t.strides_recorded += c.strides_recorded;
+}
+
+fn report(flows: &HashMap<Key, Flow<nfq::Message>>, a: &Args) -> serde_json::Value {
+    let mut t = Counters::default();
+    let (mut thresholds, mut iats) = (vec![], vec![]);
+    for f in flows.values() {
+        add(&mut t, &f.counters);
+        thresholds.push(f.threshold());
+        iats.push(f.iat_ewma_ns().map(|ns| ns / 1e6));
+    }
+    serde_json::json!({ "withhold": {
+        "flows": flows.len(),
+        "data_segments": t.data_segments,
+        "ooo_arrivals": t.ooo_arrivals,
+        "acks": t.acks,
+        "dupacks": t.dupacks,
+        "dupacks_immediate": t.dupacks_immediate,
+        "dupacks_held": t.dupacks_held,
+        "episodes": t.episodes,
+        "released_dup_threshold": t.released_dup_threshold,
+        "released_dup_timer": t.released_dup_timer,
+        "released_seq": t.released_seq,
+        "acks_rewritten": t.acks_rewritten,
+        "acks_dropped": t.acks_dropped,
+        "filtered_episodes": t.filtered_episodes,
+        "strides_recorded": t.strides_recorded,
+        "final_thresholds": thresholds,
+        "final_iat_ewma_ms": iats,
+        "settings": {
+            "immediate_dupacks": a.params.immediate_dupacks,
+            "history": a.params.history,
+            "iat_weight": a.params.iat_weight,
+            "initial_threshold": a.params.initial_threshold,
+            "rtt_ms": a.params.rtt_ns as f64 / 1e6,
+        },
+    }})
+}
+
+fn apply(q: &mut nfq::Queue, mut msg: nfq::Message, v: Verdict) -> Result<(), String> {
+    match v {
+        Verdict::Accept => msg.set_verdict(nfq::Verdict::Accept),
+        Verdict::AcceptWithAck(ack) => {
+            tcp::set_ack(msg.get_payload_mut(), ack);
+            msg.set_verdict(nfq::Verdict::Accept);
+        }
+        Verdict::Drop => msg.set_verdict(nfq::Verdict::Drop),
+    }
+    q.verdict(msg).map_err(|e| format!("nfqueue verdict: {e}"))
+}
+
+fn run(a: &Args) -> Result<serde_json::Value, String> {
+    let (mut q, fd) = open_queue()?;
+    for n in [a.queue_out, a.queue_in] {
+        q.bind(n).map_err(|e| format!("nfqueue bind {n}: {e}"))?;
+        q.set_fail_open(n, true)
+            .map_err(|e| format!("nfqueue fail-open {n}: {e}"))?;
+        q.set_queue_max_len(n, 8192)
+            .map_err(|e| format!("nfqueue max len {n}: {e}"))?;
+    }
+    // Incoming data: the headers are enough (IP up to 60 bytes + the TCP fixed part).
+    q.set_copy_range(a.queue_in, 80)
+        .map_err(|e| format!("nfqueue copy range: {e}"))?;
+    q.set_nonblocking(true);
+    let rules = Rules::install(a)?;
+    eprintln!(
+        "satlab-withhold: ports {:?} queued (out {}, in {})",
+        a.ports, a.queue_out, a.queue_in
+    );
+    let start = Instant::now();
+    let now = || start.elapsed().as_nanos() as u64;
+    let mut flows: HashMap<Key, Flow<nfq::Message>> = HashMap::new();
+    while !STOP.load(Ordering::SeqCst) {
+        let t = now();
+        let wait_ms = flows
+            .values()
+            .filter_map(|f| f.deadline())
+            .min()
+            .map_or(100, |d| {
+                d.saturating_sub(t).div_ceil(1_000_000).min(100) as libc::c_int
+            });
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        loop {
+            let msg = match q.recv() {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
+                Err(e) => return Err(format!("nfqueue recv: {e}")),
+            };
+            let t = now();
+            let Some(s) = tcp::parse(msg.get_payload()) else {
+                apply(&mut q, msg, Verdict::Accept)?;
+                continue;
+            };
+            if msg.get_queue_num() == a.queue_in {
+                let key = (s.src, s.sport, s.dport);
+                if s.syn {
+                    flows.insert(key, Flow::new(a.params.clone()));
+                }
+                if let Some(f) = flows.get_mut(&key) {
+                    f.data(t, s.seq, s.payload_len);
+                }
+                apply(&mut q, msg, Verdict::Accept)?;
+            } else {
+                let key = (s.dst, s.dport, s.sport);
+                match flows.get_mut(&key) {
+                    Some(f) => {
+                        let pure = s.payload_len == 0 && !s.syn && !s.fin && !s.rst;
+                        f.outgoing(t, msg, s.ack, pure);
+                    }
+                    None => apply(&mut q, msg, Verdict::Accept)?,
+                }
+            }
+        }
+        let t = now();
+        for f in flows.values_mut() {
+            f.tick(t);
+            for (m, v) in f.drain() {
+                apply(&mut q, m, v)?;
+            }
+        }
+    }
+    for f in flows.values_mut() {
+        f.flush();
+        for (m, v) in f.drain() {
+            apply(&mut q, m, v)?;
+        }
+    }
+    drop(rules);
+    Ok(report(&flows, a))
+}
+
+fn main() -> ExitCode {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("satlab-withhold: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    match run(&a) {
+        Ok(out) => {
+            println!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("satlab-withhold: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
