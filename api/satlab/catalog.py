@@ -167,6 +167,27 @@ SCHEMES: list[Scheme] = [
         "paper_section": "ETEN report sims 5/6: Westwood",
         "configuration": {"name": "westwood", "transport": {"congestion_control": "sl_westwood"}},
     },
+    {
+        "name": "pep",
+        "label": "Split-TCP PEP at both satellite edges",
+        "description": "What operators deploy today (RFC 3135): satlab-pep splits each TCP "
+        "connection at the gw and st edges; the satellite leg runs CUBIC with BDP-sized buffers "
+        "(gateway/pep/README.md).",
+        "paper_section": None,
+        "configuration": {"name": "pep", "pep": {"edges": "both"}},
+    },
+    {
+        "name": "withhold",
+        "label": "Reordering-robust receiver (dupACK withholding)",
+        "description": "Yang's receiver holds dupACKs up to the largest reordering stride seen "
+        "(NFQUEUE on the receiving host). Needs hosts.settings.sack: false.",
+        "paper_section": "Yang 2001 ch. 3 (lossdiff.md B1)",
+        "configuration": {
+            "name": "withhold",
+            "transport": {"congestion_control": "reno"},
+            "receiver": {"withhold": {}},
+        },
+    },
 ]
 
 
