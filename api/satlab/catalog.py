@@ -9,9 +9,9 @@ the paper the scheme implements, or None for the standard baselines.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
-from satlab.scenario import Configuration
+from satlab.scenario import Configuration, HostSettings
 
 
 class Scheme(TypedDict):
@@ -20,6 +20,8 @@ class Scheme(TypedDict):
     description: str
     paper_section: str | None
     configuration: dict[str, Any]
+    # hosts.settings the scheme needs in the scenario (they apply to every configuration)
+    host_settings: NotRequired[dict[str, Any]]
 
 
 # Thresholds of the RED entries: the gateway's defaults (scenario.GatewayAqm: min_th 5, max_th 15
@@ -158,6 +160,7 @@ SCHEMES: list[Scheme] = [
             "transport": {"congestion_control": "sl_ern"},
             "gateway": {"ern": True},
         },
+        "host_settings": {"timestamps": False},
     },
     {
         "name": "westwood",
@@ -187,6 +190,7 @@ SCHEMES: list[Scheme] = [
             "transport": {"congestion_control": "reno"},
             "receiver": {"withhold": {}},
         },
+        "host_settings": {"sack": False},
     },
 ]
 
@@ -201,6 +205,7 @@ def _check() -> None:
         raise ValueError(f"satlab.catalog: scheme names must be unique: {names}")
     for s in SCHEMES:
         Configuration.model_validate(s["configuration"])
+        HostSettings.model_validate(s.get("host_settings", {}))
 
 
 _check()

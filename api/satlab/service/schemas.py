@@ -257,3 +257,7 @@ class SchemeOut(BaseModel):
     description: str
     paper_section: str | None = Field(description="the part of the paper it implements")
     configuration: Configuration = Field(description="a scenario `configurations[]` item")
+    host_settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="hosts.settings the scheme needs in the scenario (e.g. timestamps off)",
+    )

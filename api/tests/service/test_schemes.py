@@ -32,6 +32,9 @@ def test_every_scheme_is_a_configuration_a_scenario_accepts(
     # Every configuration fits into a scenario as is, all of them together too.
     doc = yaml.safe_load(scenario_yaml("schemes"))
     doc["configurations"] = [s["configuration"] for s in got]
+    doc.setdefault("hosts", {}).setdefault("settings", {})
+    for s in got:  # what the schemes need of the hosts (ERN: timestamps off; withhold: no SACK)
+        doc["hosts"]["settings"].update(s.get("host_settings", {}))
     sc = parse_scenario(doc)
     assert [c.name for c in sc.configurations] == names
     assert client.get("/api/schemes").status_code == 401

@@ -694,11 +694,18 @@ export interface components {
             name: string;
             /**
              * @default {
-             *       "congestion_control": "cubic"
+             *       "congestion_control": "cubic",
+             *       "eten": {
+             *         "burst": 100,
+             *         "rate_limit_per_s": 1000
+             *       }
              *     }
              */
             transport: components["schemas"]["Transport"];
             gateway?: components["schemas"]["GatewaySettings"] | null;
+            pep?: components["schemas"]["PepSettings"] | null;
+            /** @default {} */
+            receiver: components["schemas"]["ReceiverSettings"];
         };
         /**
          * ControlIn
@@ -763,6 +770,26 @@ export interface components {
             per_run_s: number;
             /** Total S */
             total_s: number;
+        };
+        /**
+         * EtenSender
+         * @description The sender's checks on BETEN notices before one counts (endhosts/bpf/eten.bpf.c; ETEN
+         *     report section 7). The MAC key is the gateway's `eten_hmac_key_hex`: with a key, unsigned or
+         *     badly signed notices are refused.
+         */
+        EtenSender: {
+            /**
+             * Rate Limit Per S
+             * @description token-bucket bound on notices; 0: unbounded
+             * @default 1000
+             */
+            rate_limit_per_s: number;
+            /**
+             * Burst
+             * @description token-bucket depth, notices
+             * @default 100
+             */
+            burst: number;
         };
         /** ExperimentIn */
         ExperimentIn: {
@@ -946,6 +973,12 @@ export interface components {
              */
             ceten_reflect: boolean;
             /**
+             * Ceten Alpha
+             * @description EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's 0.5 forgets a corruption within about ten packets; smaller values remember longer)
+             * @default 0.5
+             */
+            ceten_alpha: number;
+            /**
              * Ern
              * @description IP-ERN router (XCP laws on ERN traffic)
              * @default false
@@ -1023,6 +1056,49 @@ export interface components {
             /** Offset */
             offset: number;
         };
+        /**
+         * PepSettings
+         * @description The split-TCP PEP (gateway/pep/README.md) at one or both edges; absent: end-to-end TCP.
+         */
+        PepSettings: {
+            /**
+             * Edges
+             * @description where connections are split: the gw edge, the st edge, or both
+             * @default both
+             * @enum {string}
+             */
+            edges: "gw" | "st" | "both";
+            /**
+             * Congestion Control
+             * @description the satellite leg's TCP_CONGESTION: a kernel or project eBPF algorithm
+             * @default cubic
+             */
+            congestion_control: string;
+            /**
+             * Buffer Bytes
+             * @description satellite-leg SO_SNDBUF/SO_RCVBUF; size for the GEO BDP (0: autotuning)
+             * @default 4194304
+             */
+            buffer_bytes: number;
+            /**
+             * Initial Window Packets
+             * @description initcwnd/initrwnd of routes out the satellite side (0: as is)
+             * @default 10
+             */
+            initial_window_packets: number;
+            /**
+             * Max Connections
+             * @description more are refused (reset)
+             * @default 2048
+             */
+            max_connections: number;
+            /**
+             * Idle Timeout S
+             * @description idle connections are reset
+             * @default 300
+             */
+            idle_timeout_s: number;
+        };
         /** PlanOut */
         PlanOut: {
             /** Scenario */
@@ -1034,6 +1110,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
             estimate: components["schemas"]["Estimate"];
+        };
+        /**
+         * ReceiverSettings
+         * @description What runs on the receiving hosts of the configuration's TCP flows.
+         */
+        ReceiverSettings: {
+            withhold?: components["schemas"]["Withhold"] | null;
         };
         /** ResultsOut */
         ResultsOut: {
@@ -1151,6 +1234,13 @@ export interface components {
             paper_section: string | null;
             /** @description a scenario `configurations[]` item */
             configuration: components["schemas"]["Configuration"];
+            /**
+             * Host Settings
+             * @description hosts.settings the scheme needs in the scenario (e.g. timestamps off)
+             */
+            host_settings?: {
+                [key: string]: unknown;
+            };
         };
         /** SeriesBuckets */
         SeriesBuckets: {
@@ -1275,10 +1365,17 @@ export interface components {
         Transport: {
             /**
              * Congestion Control
-             * @description a kernel algorithm (cubic, reno, bbr) or a project eBPF one (endhosts/bpf)
+             * @description a kernel algorithm (cubic, reno, bbr) or a project one (satlab.schemes: sl_newreno, sl_beten, sl_oracle, sl_westwood, ...)
              * @default cubic
              */
             congestion_control: string;
+            /**
+             * @default {
+             *       "rate_limit_per_s": 1000,
+             *       "burst": 100
+             *     }
+             */
+            eten: components["schemas"]["EtenSender"];
         };
         /** ValidationError */
         ValidationError: {
@@ -1305,6 +1402,44 @@ export interface components {
             scope: string[] | null;
             /** Rate Limit Per Min */
             rate_limit_per_min: number;
+        };
+        /**
+         * Withhold
+         * @description Yang's reordering-robust receiver (seed 002, lossdiff.md B1; endhosts/withhold): the
+         *     receiving host withholds dupACKs up to the largest reordering stride seen, through NFQUEUE.
+         *     The open parameters of the thesis are chosen here (endhosts/README.md).
+         */
+        Withhold: {
+            /**
+             * Immediate Dupacks
+             * @description dupACKs sent at once (0 for senders using Limited Transmit)
+             * @default 2
+             */
+            immediate_dupacks: number;
+            /**
+             * History Episodes
+             * @description reordering episodes whose largest stride is kept
+             * @default 16
+             */
+            history_episodes: number;
+            /**
+             * Iat Weight
+             * @description EWMA weight of the newest inter-arrival time
+             * @default 0.125
+             */
+            iat_weight: number;
+            /**
+             * Initial Threshold Packets
+             * @description threshold before any reordering is recorded
+             * @default 3
+             */
+            initial_threshold_packets: number;
+            /**
+             * Rtt Ms
+             * @description receiver RTT estimate: a hole filled later was a retransmission
+             * @default 600
+             */
+            rtt_ms: number;
         };
     };
     responses: never;
