@@ -84,13 +84,9 @@ def check(api: Api, timeout_s: float) -> None:
         "application/octet-stream",
     )
     sc = api.call("POST", "/api/scenarios/import", SCENARIO.encode(), "application/yaml")
-    exp = api.call(
-        "POST",
-        "/api/experiments",
-        json.dumps({"scenario_id": sc["id"]}).encode(),
-        "application/json",
-    )
-    print(f"    experiment {exp['id']}: {len(exp['runs'])} runs queued", flush=True)
+    body = json.dumps({"scenario_id": sc["id"]}).encode()
+    exp = api.call("POST", "/api/experiments", body, "application/json")["experiment"]
+    print(f"    experiment {exp['id']} submitted", flush=True)
     deadline = time.monotonic() + timeout_s
     while True:
         exp = api.call("GET", f"/api/experiments/{exp['id']}")

@@ -81,13 +81,21 @@ SATLAB_DB_PASSWORD="$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 export SATLAB_SUBNET_PREFIX SATLAB_NET_PREFIX SATLAB_HTTP_PORT SATLAB_DB_PASSWORD SATLAB_BIND=127.0.0.1
 up=1
 t0=$SECONDS
-dc up -d --no-build --quiet-pull 2>&1 | grep -v '^Creating\|^Starting' || true
-# Every container of the project healthy (each has a health check), or fail naming the others.
+if ! out="$(dc up -d --no-build 2>&1)"; then
+  echo "$out"; exit 1
+fi
+# Every service of the default profile up and healthy (each has a health check), or fail naming
+# the others.
+services=(db api worker proxy srv1 gw emu st cli1)
 while :; do
   states="$("$DOCKER" ps -a --filter "label=com.docker.compose.project=$PROJECT" \
     --format '{{.Label "com.docker.compose.service"}}={{.Status}}')"
   unhealthy="$(grep -v '(healthy)' <<<"$states" || true)"
-  [ -n "$states" ] && [ -z "$unhealthy" ] && break
+  for s in "${services[@]}"; do
+    grep -q "^$s=" <<<"$states" || unhealthy+=$'\n'"$s=not created"
+  done
+  unhealthy="$(sed '/^$/d' <<<"$unhealthy")"
+  [ -z "$unhealthy" ] && break
   if [ $((SECONDS - t0)) -gt $HEALTH_TIMEOUT_S ] || grep -q 'Exited' <<<"$unhealthy"; then
     echo "    not healthy after $((SECONDS - t0)) s:"; sed 's/^/      /' <<<"$unhealthy"
     exit 1
