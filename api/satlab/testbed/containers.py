@@ -13,7 +13,6 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   (SHARED/runs/ID), where the boxes see it at the same path.
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
-`python -m satlab.testbed.containers health ROLE` is the boxes' Docker health check.
 """
 
 from __future__ import annotations
@@ -21,11 +20,9 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
-from satlab.agent.unixhttp import AgentError, request
+from satlab.agent.unixhttp import AgentError
 from satlab.scenario import HostSettings
 from satlab.testbed import topology
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -86,7 +83,7 @@ class ContainerTestbed(Testbed):
                 try:
                     self.agent(role, "GET", "/health", timeout=3)
                 except AgentError as exc:
-                    raise TestbedError(f"box {role}: agent at {self.socket(role)}: {exc}") from None
+                    raise TestbedError(f"box {role}: {exc}") from None
                 self._reset(role)
             self._configure_forwarding()
         except BaseException:
@@ -133,19 +130,3 @@ class ContainerTestbed(Testbed):
                 "metrics the compose testbed does not set; use a namespace testbed for them"
             )
         super().apply_host_settings(s)
-
-
-def health(role: str) -> int:
-    """A box is healthy when its agent answers on its socket."""
-    try:
-        out: Any = request(str(BOXES / f"{role}.sock"), "GET", "/health", timeout=2)
-    except AgentError as exc:
-        print(f"agent {role}: {exc}", file=sys.stderr)
-        return 1
-    return 0 if out.get("name") == role else 1
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "health":
-        sys.exit("usage: python -m satlab.testbed.containers health ROLE")
-    sys.exit(health(sys.argv[2]))
