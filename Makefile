@@ -29,7 +29,10 @@ bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connecti
 bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients (root)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
 
+compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
+	@tests/compose/smoke.sh
+
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke stop

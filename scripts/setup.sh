@@ -4,10 +4,13 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-# Debian packages: the database, the eBPF toolchain, traffic and capture tools, Python's venv.
+# Debian packages: the database, the eBPF toolchain, traffic and capture tools, Python's venv;
+# Docker (docker.io 20.10 with BuildKit built in), Compose (docker-compose 1.29: Debian 12 has no
+# Compose v2) and mmdebstrap (the base image: scripts/base-image.sh) for the compose deployment.
 APT_PACKAGES=(
   postgresql clang llvm libbpf-dev bpftool iproute2 iptables nftables ethtool
   iperf3 iputils-ping tcpdump tshark curl procps chromium python3-venv python3-dev build-essential pkg-config
+  docker.io docker-compose mmdebstrap
 )
 
 apt_packages() {
@@ -23,6 +26,28 @@ apt_packages() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# dockerd for the compose deployment and its smoke test. Where systemd runs, its docker.service;
+# otherwise started here, leaving the host's firewall and IP forwarding as they are (no iptables
+# rules, no docker0 bridge): image builds use the host's network (docker/build.sh) and the
+# deployment's networks need no NAT (docker-compose.yml). Log: /var/log/satlab-dockerd.log.
+docker_daemon() {
+  if /usr/bin/docker info >/dev/null 2>&1; then
+    echo "    dockerd $(/usr/bin/docker info -f '{{.ServerVersion}}') running"
+    return 0
+  fi
+  if [ -d /run/systemd/system ]; then
+    systemctl start docker
+  else
+    setsid dockerd --iptables=false --ip-forward=false --bridge=none \
+      >>/var/log/satlab-dockerd.log 2>&1 </dev/null &
+  fi
+  for _ in $(seq 60); do
+    /usr/bin/docker info >/dev/null 2>&1 && { echo "    dockerd started"; return 0; }
+    sleep 0.5
+  done
+  echo "    dockerd did not start: see /var/log/satlab-dockerd.log"; return 1
 }
 
 # Rust comes from rustup where the machine has it; Debian's cargo is the fallback.
@@ -64,6 +89,7 @@ web_deps() {
 }
 
 step "Debian packages" apt_packages
+step "Docker daemon" docker_daemon
 step "Rust toolchain" rust_toolchain
 step "Node toolchain" node_toolchain
 step "Python venv (.venv)" python_venv

@@ -50,6 +50,9 @@ stage "PEP tests (pytest, namespaces, emulator + split-TCP PEP)" "$PY/pytest" -q
 # Tier 4: browser end-to-end (Debian's chromium, the real API, database and worker).
 stage "browser end-to-end (chromium, real API + worker)" "$ROOT/tests/e2e/run.sh"
 
+# Tier 5: the Docker Compose deployment, built and run (images, up, one experiment, down).
+stage "compose smoke test (docker-compose, containers as testbed boxes)" "$ROOT/tests/compose/smoke.sh"
+
 printf '\nStages:\n'; printf '%s\n' "${report[@]}"
 echo "stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
                                     scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
+  DELETE /processes                 stop every process and the sampling, forget them: a box that
+                                    outlives a run (a compose container) starts the next one clean
   POST /sampling    {period_ms, ports} sample TCP_INFO of sockets to/from these ports (INET_DIAG)
   GET  /sampling                    the samples so far
   GET  /sampling/latest             the newest sample of each connection (live views)
@@ -203,6 +205,21 @@ class Agent:
             p.stop()
         return 200, p.describe()
 
+    def reset(self) -> tuple[int, Any]:
+        with self.lock:
+            stopped = sorted(self.procs)
+            self._stop_all()
+            self.procs.clear()
+        return 200, {"stopped": stopped}
+
+    def _stop_all(self) -> None:
+        if self.sampler:
+            self.sampler.stopped.set()
+            self.sampler = None
+        for p in self.procs.values():
+            p.stop()
+            p.close()
+
     def start_sampling(self, body: dict[str, Any]) -> tuple[int, Any]:
         if self.sampler:
             self.sampler.stopped.set()
@@ -217,11 +234,7 @@ class Agent:
         return 200, {"samples": list(self.sampler.latest) if self.sampler else []}
 
     def shutdown(self) -> None:
-        if self.sampler:
-            self.sampler.stopped.set()
-        for p in self.procs.values():
-            p.stop()
-            p.close()
+        self._stop_all()
 
 
 def make_handler(agent: Agent) -> type[JsonHandler]:
@@ -259,6 +272,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.start_process(body)
         case "GET", ["processes", ident]:
             return agent.process(ident, stop=False)
+        case "DELETE", ["processes"]:
+            return agent.reset()
         case "DELETE", ["processes", ident]:
             return agent.process(ident, stop=True)
         case "POST", ["sampling"]:

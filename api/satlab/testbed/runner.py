@@ -27,6 +27,7 @@ from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed import withhold
+from satlab.testbed.backend import create_testbed
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -134,7 +135,9 @@ def run_one(
     }
     try:
         gw = spec.configuration.gateway is not None
-        with Testbed(sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gateway=gw) as tb:
+        with create_testbed(
+            sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gateway=gw
+        ) as tb:
             result["testbed_id"] = tb.id
             result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
             result["status"] = "ok"

@@ -117,6 +117,8 @@ def hosts_needing(
 def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> LoadedSchemes:
     """Loads every project scheme in `wanted` ({role: {congestion_control}})."""
     loaded = LoadedSchemes()
+    if not any(project_scheme(cc) for ccs in wanted.values() for cc in ccs):
+        return loaded  # kernel algorithms only: nothing to load (nor bpffs to need)
     ensure_bpffs()
     pins = pin_dir(tb.id)
     pins.mkdir(exist_ok=True)

@@ -1,0 +1,132 @@
+"""The Docker Compose testbed: the boxes are containers (docker-compose.yml) instead of network
+namespaces, each running the same host agent (satlab.agent.server, started by
+docker/box-entrypoint) on a Unix socket in a volume it shares with the workers. The runner drives it
+exactly as it drives a namespace testbed; only building and tearing down differ:
+
+- the boxes exist before the run and after it: opening the testbed checks every agent answers and
+  resets it (stops whatever an earlier run left), closing resets them again;
+- the wiring is the compose file's, on topology.py's address plan (srv1 10.250.1.11, gw sat
+  10.250.2.1, st sat 10.250.2.2, cli1 10.250.3.11), so the runner's addresses are unchanged;
+- one testbed per set of boxes: workers sharing a set take turns (an exclusive lock on the shared
+  volume), so `--scale worker=N` adds queue consumers, not parallel runs (README, Docker Compose);
+- the per-run directory (emulator and gateway files, the telemetry socket) is on the shared volume
+  (SHARED/runs/ID), where the boxes see it at the same path.
+
+Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from satlab.agent.unixhttp import AgentError
+from satlab.scenario import HostSettings
+from satlab.testbed import topology
+from satlab.testbed.testbed import Testbed, TestbedError
+
+SHARED = Path(os.environ.get("SATLAB_SHARED_DIR", "/run/satlab/shared"))
+BOXES = SHARED / "boxes"  # ROLE.sock per box (docker/box-entrypoint)
+RUNS = SHARED / "runs"  # one directory per open testbed
+# Interfaces of each box as docker/box-entrypoint names them (the emulator's ports are gw and st;
+# an edge's LAN side is one interface `lan`, the compose network being the LAN switch).
+EDGE_INTERFACES = ["sat0", "lan"]
+
+
+def box_address(role: str) -> str | None:
+    """topology.py's address plan: what other boxes reach a box at."""
+    if role.startswith("srv"):
+        return f"{topology.SERVER_NET}.{10 + int(role[3:])}"
+    if role.startswith("cli"):
+        return f"{topology.CLIENT_NET}.{10 + int(role[3:])}"
+    return {"gw": f"{topology.SAT_NET}.1", "st": f"{topology.SAT_NET}.2"}.get(role)
+
+
+class ContainerTestbed(Testbed):
+    """`with ContainerTestbed(servers=1, clients=1) as tb:`: the compose boxes as one testbed."""
+
+    __test__ = False
+
+    def __init__(
+        self, servers: int = 1, clients: int = 1, mtu: int = 1500, gateway: bool = False
+    ) -> None:
+        super().__init__(servers, clients, mtu, gateway)
+        self.dir = RUNS / self.id
+        self._lock: int | None = None
+
+    def __enter__(self) -> ContainerTestbed:
+        if self.gateway:
+            raise TestbedError(
+                "configuration.gateway: the compose testbed does not splice the edge gateway in; "
+                "run gateway configurations on a namespace testbed (SATLAB_TESTBED=namespaces)"
+            )
+        roles = [f"srv{i}" for i in range(1, self.servers + 1)] + ["gw", "emu", "st"]
+        roles += [f"cli{i}" for i in range(1, self.clients + 1)]
+        missing = [r for r in roles if not self.socket(r).exists()]
+        if missing:
+            have = sorted(p.stem for p in BOXES.glob("*.sock"))
+            raise TestbedError(
+                f"hosts: this compose testbed has boxes {have}, the scenario needs {missing} too "
+                "(hosts.servers/hosts.clients at most the srvN/cliN services of docker-compose.yml)"
+            )
+        self._lock = os.open(BOXES / ".lock", os.O_CREAT | os.O_RDWR, 0o664)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)  # the boxes are one testbed: runs take turns
+        try:
+            for stale in RUNS.glob("*") if RUNS.is_dir() else []:
+                shutil.rmtree(stale, ignore_errors=True)  # left by a worker that died mid-run
+            self.dir.mkdir(parents=True)
+            self.topo = topology.Topology(self.id, self.servers, self.clients, self.mtu)
+            for role in roles:
+                self.topo.boxes[role] = topology.Box(role, f"container:{role}", box_address(role))
+                try:
+                    self.agent(role, "GET", "/health", timeout=3)
+                except AgentError as exc:
+                    raise TestbedError(f"box {role}: {exc}") from None
+                self._reset(role)
+            self._configure_forwarding()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        if self.topo is not None:
+            for role in self.topo.boxes:
+                if self.agent_alive(role):
+                    self._reset(role)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
+
+    def _reset(self, role: str) -> None:
+        self.agent(role, "DELETE", "/processes", timeout=15)
+
+    def _configure_forwarding(self) -> None:
+        assert self.topo is not None
+        for edge in ("gw", "st"):
+            self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
+        for role in self.topo.host_roles:
+            ifaces = EDGE_INTERFACES if role in ("gw", "st") else ["eth0"]
+            self.agent(role, "POST", "/offloads", {"interfaces": ifaces})
+        self.agent("emu", "POST", "/offloads", {"interfaces": ["gw", "st"]})
+
+    def socket(self, role: str) -> Path:
+        return BOXES / f"{role}.sock"
+
+    def agent_alive(self, role: str) -> bool:
+        try:
+            self.agent(role, "GET", "/health", timeout=2)
+        except AgentError:
+            return False
+        return True
+
+    def apply_host_settings(self, s: HostSettings) -> None:
+        if s.window_clamp_bytes or s.mss_bytes or s.initial_cwnd_packets:
+            raise TestbedError(
+                "hosts.settings: window_clamp_bytes, mss_bytes and initial_cwnd_packets are route "
+                "metrics the compose testbed does not set; use a namespace testbed for them"
+            )
+        super().apply_host_settings(s)

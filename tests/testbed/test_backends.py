@@ -1,0 +1,45 @@
+"""Testbed kinds (satlab.testbed.backend) and the agent reset a long-lived box needs between runs.
+The compose testbed itself runs for real in tests/compose/smoke.sh."""
+
+from pathlib import Path
+
+import pytest
+
+from satlab.agent.unixhttp import AgentError
+from satlab.testbed import backend, containers
+from satlab.testbed.testbed import Testbed
+from satlab.testbed.testbed import TestbedError as RefusedError  # (not a test class)
+
+
+def test_agent_reset_stops_every_process_and_forgets_it() -> None:
+    with Testbed(servers=1, clients=1) as tb:
+        body = {"id": "sink0", "kind": "traffic", "args": ["sink", "--port", "5001"]}
+        pid = tb.agent("cli1", "POST", "/processes", body)["pid"]
+        assert tb.agent("cli1", "DELETE", "/processes") == {"stopped": ["sink0"]}
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+        with pytest.raises(AgentError, match="404"):
+            tb.agent("cli1", "GET", "/processes/sink0")
+        # the same id can be used again by the next run
+        tb.agent("cli1", "POST", "/processes", body)
+
+
+def test_unknown_testbed_kind_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SATLAB_TESTBED", "vms")
+    with pytest.raises(
+        RefusedError, match="SATLAB_TESTBED: 'vms' is not one of namespaces, containers"
+    ):
+        backend.create_testbed()
+
+
+def test_container_testbed_names_the_missing_boxes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SATLAB_TESTBED", "containers")
+    monkeypatch.setattr(containers, "BOXES", tmp_path)
+    for role in ("srv1", "gw", "emu", "st", "cli1"):
+        (tmp_path / f"{role}.sock").touch()
+    too_many = backend.create_testbed(servers=2, clients=1)
+    with pytest.raises(RefusedError, match=r"hosts: .* needs \['srv2'\]"):
+        too_many.__enter__()
+    with pytest.raises(RefusedError, match="configuration.gateway"):
+        backend.create_testbed(gateway=True).__enter__()
