@@ -43,13 +43,13 @@ CETEN_STATS = (
     "loss_no_estimate",
 )
 
-# ecnld_stats indexes (endhosts/bpf/ecnld.bpf.c enum ecnld_stat), in order. cut_ece and
-# loss_wireless count ssthresh() calls: fast-retransmit episodes, ECE-triggered CWRs (cut_ece) and
-# the first call of a timeout.
+# ecnld_stats indexes (endhosts/bpf/ecnld.bpf.c enum ecnld_stat), in order. Losses are counted
+# per recovery episode (the kernel's fast retransmit), timeouts separately.
 ECNLD_STATS = (
     "acks",
     "acks_ece",
-    "cut_ece",
+    "cwr_ece",
+    "loss_congestion",
     "loss_wireless",
     "reclassified",
     "timeouts",

@@ -48,12 +48,17 @@ char _license[] SEC("license") = "GPL";
 enum ecnld_stat {
 	STAT_ACKS,			/* ACKs seen (in_ack_event) */
 	STAT_ACKS_ECE,			/* ... of which carried ECE */
-	STAT_CUT_ECE,			/* ssthresh() with an ECE in the last K ACKs: halved */
-	STAT_LOSS_WIRELESS,		/* ssthresh() with none: window kept */
+	STAT_CWR_ECE,			/* ECE reductions without a loss (the kernel's CWR) */
+	STAT_LOSS_CONGESTION,		/* dupack loss episodes with an ECE in the last K ACKs, or
+					 * starting during an ECE reduction: halved */
+	STAT_LOSS_WIRELESS,		/* dupack loss episodes without: window kept */
 	STAT_RECLASSIFIED,		/* wireless episodes turned congestion by a later ECE */
 	STAT_TIMEOUTS,			/* retransmission timeouts: plain Reno */
 	STAT_MAX,
 };
+
+/* What the last ssthresh() decided, counted once set_state() tells what the call was for. */
+enum ecnld_class { CLASS_NONE, CLASS_CONGESTION, CLASS_WIRELESS };
 
 struct ecnld_config {
 	__u32 k;			/* look-back in ACKs; 0: the default (2) */
@@ -77,6 +82,7 @@ struct ecnld_ca {
 	struct keep_window kw;
 	__u32 ece_hist;		/* bit i: the ACK i ACKs ago carried ECE */
 	__u32 prior_cwnd;	/* cwnd when the current episode began */
+	__u8 decided;		/* enum ecnld_class of the last ssthresh(), not yet counted */
 };
 
 static __always_inline void count(__u32 stat)
@@ -108,6 +114,7 @@ void BPF_PROG(ecnld_init, struct sock *sk)
 	ca->kw.corruption = 0;
 	ca->ece_hist = 0;
 	ca->prior_cwnd = 0;
+	ca->decided = CLASS_NONE;
 }
 
 SEC("struct_ops/ecnld_in_ack_event")
@@ -137,10 +144,10 @@ __u32 BPF_PROG(ecnld_ssthresh, struct sock *sk)
 
 	ca->prior_cwnd = tp->snd_cwnd;
 	if (ca->ece_hist & k_mask()) {
-		count(STAT_CUT_ECE);
+		ca->decided = CLASS_CONGESTION;
 		return kw_congestion_ssthresh(&ca->kw, tp);
 	}
-	count(STAT_LOSS_WIRELESS);
+	ca->decided = CLASS_WIRELESS;
 	return kw_corruption_ssthresh(&ca->kw, tp);
 }
 
@@ -156,7 +163,14 @@ void BPF_PROG(ecnld_set_state, struct sock *sk, __u8 new_state)
 {
 	struct ecnld_ca *ca = inet_csk_ca(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
+	__u8 decided = ca->decided;
 
+	ca->decided = CLASS_NONE;
+	if (new_state == TCP_CA_CWR && decided == CLASS_CONGESTION)
+		count(STAT_CWR_ECE);
+	/* A loss found during an ECE reduction starts no ssthresh(): the window is already cut. */
+	if (new_state == TCP_CA_Recovery)
+		count(decided == CLASS_WIRELESS ? STAT_LOSS_WIRELESS : STAT_LOSS_CONGESTION);
 	if (new_state == TCP_CA_Loss) {
 		/* A timeout: plain Reno, whatever an earlier fast-retransmit episode decided.
 		 * tcp_enter_loss saved the pre-timeout window in prior_cwnd (or kept the one of the
