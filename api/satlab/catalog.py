@@ -192,6 +192,29 @@ SCHEMES: list[Scheme] = [
         },
         "host_settings": {"sack": False},
     },
+    {
+        "name": "ecn-ld",
+        "label": "ECN-based loss discriminator (TCP-ECN)",
+        "description": "RED at the gateway marks instead of dropping; the sender calls a "
+        "dupack loss congestion only when one of the last K ACKs carried ECE (K = 2), and "
+        "otherwise retransmits without a window cut. ECN on in the hosts' settings too "
+        "(hosts.settings.ecn: on).",
+        "paper_section": "Seed 004 (TCP-ECN discriminator), lossdiff.md part C",
+        "configuration": {
+            "name": "ecn-ld",
+            "transport": {"congestion_control": "sl_ecnld", "ecn_ld_k": 2},
+            "gateway": {"aqm": {"kind": "red_ecn"}},
+        },
+    },
+    {
+        "name": "csum-ld",
+        "label": "Receiver checksum loss differentiation",
+        "description": "The receiver reports segments that arrive with a valid IP header and a "
+        "bad TCP checksum in a TCP option on its next ACK; the sender retransmits them without "
+        "a window cut. Needs corrupted packets delivered (bit_errors action: deliver).",
+        "paper_section": "Garcia & Brunstrom 2004 (seed 001), lossdiff.md part A",
+        "configuration": {"name": "csum-ld", "transport": {"congestion_control": "sl_csumld"}},
+    },
 ]
 
 

@@ -151,6 +151,13 @@ class Transport(Strict):
 
     congestion_control: str = Field("cubic", pattern=CC_PATTERN, description=CC_DESCRIPTION)
     eten: EtenSender = EtenSender()
+    ecn_ld_k: int = Field(
+        2,
+        ge=1,
+        le=32,
+        description="sl_ecnld: a dupack loss is congestion when one of the last K ACKs carried "
+        "ECE (seed 004: 'normally two previous marked packets is enough'), else wireless",
+    )
 
 
 class GatewayAqm(Strict):

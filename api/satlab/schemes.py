@@ -55,6 +55,40 @@ ERN_STATS = (
     "tcp_limited",
 )
 
+# ecnld_stats indexes (endhosts/bpf/ecnld.bpf.c enum ecnld_stat), in order. Losses are counted
+# per recovery episode (the kernel's fast retransmit), timeouts separately.
+ECNLD_STATS = (
+    "acks",
+    "acks_ece",
+    "cwr_ece",
+    "loss_congestion",
+    "loss_wireless",
+    "reclassified",
+    "timeouts",
+)
+
+# csumld_stats indexes (endhosts/bpf/csumld.bpf.c enum csumld_stat), in order: the receiver's
+# (checksums, notices queued and written, misclassification by where the header was hit), then the
+# sender's (options parsed, refused, losses by class).
+CSUMLD_STATS = (
+    "tcp_checked",
+    "bad_checksum",
+    "ip_header_bad",
+    "no_payload",
+    "unknown_flow",
+    "rx_out_of_window",
+    "too_long",
+    "queued",
+    "queue_full",
+    "options_written",
+    "options_parsed",
+    "tx_out_of_window",
+    "duplicate",
+    "loss_corruption",
+    "loss_congestion",
+    "late_notice",
+)
+
 
 @dataclass(frozen=True)
 class Scheme:
@@ -173,6 +207,31 @@ SCHEMES: dict[str, Scheme] = {
             "sl_westwood",
             description="TCP Westwood+: the bandwidth estimate sets ssthresh after a loss "
             "(the ETEN report's comparison, sims 5/6)",
+        ),
+        Scheme(
+            "sl_ecnld",
+            "ecnld",
+            "ecnld.bpf.o",
+            "sl_ecnld",
+            stats_map="ecnld_stats",
+            stats=ECNLD_STATS,
+            description="ECN-based discriminator (seed 004, lossdiff.md C): a dupack loss with "
+            "no ECE in the last K ACKs (transport.ecn_ld_k) is wireless: retransmit, no cut. "
+            "Needs ECN on the hosts and RED/ECN marking at the gateway (aqm kind red_ecn)",
+        ),
+        Scheme(
+            "sl_csumld",
+            "csumld",
+            "csumld.bpf.o",
+            "sl_csumld",
+            tc_ingress=True,
+            cgroup=True,
+            receiver_too=True,
+            stats_map="csumld_stats",
+            stats=CSUMLD_STATS,
+            description="Receiver checksum loss differentiation (Garcia & Brunstrom, seed 001, "
+            "lossdiff.md A): the receiver reports segments with a bad TCP checksum in a TCP "
+            "option; the sender retransmits them without a window cut",
         ),
     )
 }

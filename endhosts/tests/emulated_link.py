@@ -49,8 +49,11 @@ def _veth(host_ns: str, host_if: str, emu_ns: str, emu_if: str, addr: str) -> No
 
 
 @contextlib.contextmanager
-def emulated_path(prefix: str, rate_bps: float, one_way_delay_ms: float) -> Iterator[LinkedHosts]:
-    """Builds the three namespaces and runs the emulator between them; yields their names."""
+def emulated_path(
+    prefix: str, rate_bps: float, one_way_delay_ms: float, bit_errors: dict[str, Any] | None = None
+) -> Iterator[LinkedHosts]:
+    """Builds the three namespaces and runs the emulator between them; yields their names.
+    `bit_errors` is the forward link's bit-error model (the emulator's `bit_errors` section)."""
     if not EMULATOR.exists():
         raise AssertionError(f"{EMULATOR} is missing: run scripts/setup.sh (cargo build)")
     path = LinkedHosts(f"{prefix}-s", f"{prefix}-r", f"{prefix}-e")
@@ -72,7 +75,7 @@ def emulated_path(prefix: str, rate_bps: float, one_way_delay_ms: float) -> Iter
             config = {
                 "ports": {"gw": {"interface": "egw"}, "st": {"interface": "est"}},
                 "telemetry": {"socket": f"{tmp}/telemetry.sock", "events": "none"},
-                "forward": link,
+                "forward": {**link, "bit_errors": bit_errors} if bit_errors else link,
                 "return": link,
             }
             config_file = Path(tmp) / "link.yaml"

@@ -179,7 +179,7 @@ def _execute(
         rate_limit_per_s=conf.transport.eten.rate_limit_per_s,
         burst=conf.transport.eten.burst,
     )
-    loaded = host_schemes.start(tb, wanted, eten)
+    loaded = host_schemes.start(tb, wanted, eten, conf.transport.ecn_ld_k)
     cfg_path = tb.dir / "emulator.yaml"
     cfg_path.write_text(
         yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms, oracle=loaded.oracle))

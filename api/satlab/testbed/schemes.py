@@ -114,8 +114,11 @@ def hosts_needing(
     return out
 
 
-def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> LoadedSchemes:
-    """Loads every project scheme in `wanted` ({role: {congestion_control}})."""
+def start(
+    tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions, ecn_ld_k: int = 2
+) -> LoadedSchemes:
+    """Loads every project scheme in `wanted` ({role: {congestion_control}}); `ecn_ld_k` is
+    sl_ecnld's ECE look-back in ACKs (ecnld_config.k)."""
     loaded = LoadedSchemes()
     if not any(project_scheme(cc) for ccs in wanted.values() for cc in ccs):
         return loaded  # kernel algorithms only: nothing to load (nor bpffs to need)
@@ -142,6 +145,8 @@ def start(tb: Testbed, wanted: dict[str, set[str]], eten: EtenOptions) -> Loaded
                 args += ["--tc-ingress", "eth0"]
             if scheme.object == "eten.bpf.o":
                 args += ["--set", f"eten_config={eten.config_hex()}"]
+            if scheme.object == "ecnld.bpf.o":
+                args += ["--set", f"ecnld_config={struct.pack('<I', ecn_ld_k).hex()}"]
             if scheme.ceten_variant is not None:
                 args += ["--set", f"ceten_config={struct.pack('<I', scheme.ceten_variant).hex()}"]
             if scheme.ern_base is not None:
