@@ -148,8 +148,10 @@ def test_notices_on_the_wire_and_losses_kept(built: Path, tmp_path: Path) -> Non
 
     # receiver: checksums checked, notices written; sender: parsed, losses kept as corruption
     assert r["bad_checksum"] >= len(bad_seqs) * 0.9, report
-    assert r["options_written"] == len(notices), report
-    assert s["options_parsed"] == len(notices), report
+    # every notice written was parsed; the capture (a tcpdump on a loaded machine may drop a few
+    # packets) saw nearly all of them
+    assert r["options_written"] == s["options_parsed"], report
+    assert 0.9 * r["options_written"] <= len(notices) <= r["options_written"], report
     assert s["loss_corruption"] >= 10, report
     # no congestion on this path: a loss is congestion only when a header hit hid the notice
     assert s["loss_congestion"] <= 0.2 * (s["loss_corruption"] + s["loss_congestion"]), report
