@@ -46,15 +46,19 @@ def scenario(seed: int) -> dict[str, Any]:
     }
 
 
-def halvings(res: dict[str, Any]) -> int:
-    """Samples where the congestion window fell to 60 % or less of the previous sample's."""
-    cw = [s["cwnd"] for s in res["timeseries"]["tcp"] if s.get("cwnd")]
-    return sum(1 for a, b in zip(cw, cw[1:], strict=False) if b <= 0.6 * a)
+def late_ssthresh(res: dict[str, Any]) -> float:
+    """Median sampled ssthresh (packets, "infinite" capped at 1000) over the run's second half.
+    NewReno's halves on every loss; a scheme that keeps its window keeps it. (cwnd itself is no
+    measure here: with the window clamped by the receiver the kernel decays an unused cwnd.)"""
+    half = DURATION_S / 2
+    return statistics.median(
+        min(s["ssthresh"], 1000) for s in res["timeseries"]["tcp"] if s["t"] >= half
+    )
 
 
 def test_eten_keeps_the_window_and_beats_newreno(emulator_bin: Path) -> None:
     goodput: dict[str, list[float]] = {"newreno": [], "beten": [], "oracle": []}
-    cuts: dict[str, int] = {"newreno": 0, "beten": 0, "oracle": 0}
+    ssthresh: dict[str, list[float]] = {"newreno": [], "beten": [], "oracle": []}
     stats: dict[str, dict[str, int]] = {}
     for seed in SEEDS:
         sc = parse_scenario(scenario(seed))
@@ -63,13 +67,13 @@ def test_eten_keeps_the_window_and_beats_newreno(emulator_bin: Path) -> None:
             res = run_one(sc, spec)
             assert res["status"] == "ok", res.get("error")
             goodput[name].append(res["flows"][0]["goodput_bps"] or 0.0)
-            cuts[name] += halvings(res)
+            ssthresh[name].append(late_ssthresh(res))
             st = res["endhosts"]["srv1"][spec.configuration.transport.congestion_control]
             for k, v in st.get("stats", {}).items():
                 stats.setdefault(name, {}).setdefault(k, 0)
                 stats[name][k] += v
     mean = {k: statistics.mean(v) for k, v in goodput.items()}
-    report = f"goodput {mean}, window cuts {cuts}, counters {stats}"
+    report = f"goodput {mean}, late ssthresh {ssthresh}, counters {stats}"
 
     # Notices arrived, passed validation and decided losses.
     assert stats["beten"]["accepted"] > 0 and stats["beten"]["loss_corruption"] > 0, report
@@ -77,9 +81,12 @@ def test_eten_keeps_the_window_and_beats_newreno(emulator_bin: Path) -> None:
     for name in ("beten", "oracle"):
         for reason in ("malformed", "bad_mac", "no_mac", "unknown_flow", "out_of_window"):
             assert stats[name][reason] == 0, report
-    # Most losses keep the window: BETEN and Oracle cut it far less often than NewReno.
-    assert cuts["beten"] < 0.5 * cuts["newreno"], report
-    assert cuts["oracle"] < 0.5 * cuts["newreno"], report
+    # Most losses keep the window: decided as corruption, and ssthresh stays up while NewReno's
+    # halves (compared per seed: the same channel).
+    for name in ("beten", "oracle"):
+        assert stats[name]["loss_corruption"] > 2 * stats[name]["loss_congestion"], report
+        for kept, halved in zip(ssthresh[name], ssthresh["newreno"], strict=True):
+            assert kept > 1.5 * halved, report
     # The report's ordering, Oracle >= BETEN > NewReno (10 % allowed for run-to-run noise on
     # the Oracle/BETEN comparison, which the same channel per seed makes small but not zero).
     assert mean["beten"] > 1.3 * mean["newreno"], report
