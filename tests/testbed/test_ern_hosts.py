@@ -128,4 +128,4 @@ def test_without_an_ern_router_it_is_its_base_cc(emulator_bin: Path) -> None:
     assert tail_drops(ern) >= 10, report
     assert 0.5 * tail_drops(base) <= tail_drops(ern) <= 2 * tail_drops(base), report
     g_ern, g_base = ern["flows"][0]["goodput_bps"], base["flows"][0]["goodput_bps"]
-    assert abs(g_ern - g_base) <= 0.15 * g_base, report
+    assert abs(g_ern - g_base) <= 0.25 * g_base, report  # one run each: CUBIC's own spread

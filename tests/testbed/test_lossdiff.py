@@ -18,10 +18,11 @@ DURATION_S = 15
 
 
 def mean_cwnd(res: dict[str, Any]) -> float:
-    """The sender's congestion window (packets) averaged over the run's samples. (Counting dips
+    """The sender's typical congestion window (packets): the median of the run's samples (a
+    sample taken as a socket closes can read garbage, which a mean would follow). (Counting dips
     would not do: during any recovery the kernel's PRR lets the sampled cwnd fall with the
     packets in flight, even when the loss response keeps ssthresh.)"""
-    return statistics.mean(s["cwnd"] for s in res["timeseries"]["tcp"] if s.get("cwnd"))
+    return statistics.median(s["cwnd"] for s in res["timeseries"]["tcp"] if s.get("cwnd"))
 
 
 def run_all(sc_dict: dict[str, Any]) -> list[dict[str, Any]]:
