@@ -410,13 +410,6 @@ int csumld_sockops(struct bpf_sock_ops *skops)
 
 /* ---- the congestion control: sl_beten's (eten.bpf.c) with csumld_notices ---- */
 
-struct csumld_ca {
-	struct keep_window kw;
-	__u32 prior_cwnd;	/* cwnd when the current recovery began */
-	__u32 loss_seq;		/* the segment that started it */
-	__u8 pending;		/* ... is a congestion loss so far: a late notice may still come */
-};
-
 /* Was the segment at seq notified? Consumes the notice. */
 static __always_inline int notified(struct sock *sk, __u32 seq)
 {
@@ -436,111 +429,25 @@ static __always_inline int notified(struct sock *sk, __u32 seq)
 	return 1;
 }
 
-SEC("struct_ops/csumld_init")
-void BPF_PROG(csumld_init, struct sock *sk)
+static __always_inline void uncount(__u32 stat)
 {
-	struct csumld_ca *ca = inet_csk_ca(sk);
-
-	ca->kw.saved_ssthresh = 0;
-	ca->kw.corruption = 0;
-	ca->prior_cwnd = 0;
-	ca->loss_seq = 0;
-	ca->pending = 0;
-}
-
-SEC("struct_ops/csumld_ssthresh")
-__u32 BPF_PROG(csumld_ssthresh, struct sock *sk)
-{
-	struct csumld_ca *ca = inet_csk_ca(sk);
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	ca->prior_cwnd = tp->snd_cwnd;
-	ca->loss_seq = tp->snd_una;
-	ca->pending = 0;
-	if (notified(sk, tp->snd_una)) {
-		count(STAT_LOSS_CORRUPTION);
-		return kw_corruption_ssthresh(&ca->kw, tp);
-	}
-	count(STAT_LOSS_CONGESTION);
-	ca->pending = 1;
-	return kw_congestion_ssthresh(&ca->kw, tp);
-}
-
-SEC("struct_ops/csumld_in_ack_event")
-void BPF_PROG(csumld_in_ack_event, struct sock *sk, __u32 flags)
-{
-	struct csumld_ca *ca = inet_csk_ca(sk);
-	__u8 state = inet_csk(sk)->icsk_ca_state;
-
-	if (!ca->pending)
-		return;
-	if (state != TCP_CA_Recovery && state != TCP_CA_Loss) {
-		ca->pending = 0;	/* recovery is over: the reduction stands */
-		return;
-	}
-	if (!notified(sk, ca->loss_seq))
-		return;
-	/* withdraw the reduction: as if ssthresh() had seen the notice */
-	tcp_sk(sk)->snd_ssthresh = sl_max(ca->prior_cwnd, 2U);
-	ca->kw.corruption = 1;
-	ca->pending = 0;
-	count(STAT_LOSS_CORRUPTION);
-	count(STAT_LATE_NOTICE);
-	__u32 k = STAT_LOSS_CONGESTION;
-	__u64 *v = bpf_map_lookup_elem(&csumld_stats, &k);
+	__u64 *v = bpf_map_lookup_elem(&csumld_stats, &stat);
 
 	if (v)
 		__sync_fetch_and_sub(v, 1);
 }
 
-SEC("struct_ops/csumld_cwnd_event")
-void BPF_PROG(csumld_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
-{
-	struct csumld_ca *ca = inet_csk_ca(sk);
-
-	if (kw_recovery_complete(ev)) {
-		kw_restore(&ca->kw, tcp_sk(sk));
-		ca->pending = 0;
-	}
-}
-
-SEC("struct_ops/csumld_set_state")
-void BPF_PROG(csumld_set_state, struct sock *sk, __u8 new_state)
-{
-	struct csumld_ca *ca = inet_csk_ca(sk);
-
-	if (kw_loss_over(sk, new_state)) {
-		kw_restore(&ca->kw, tcp_sk(sk));
-		ca->pending = 0;
-	}
-}
-
-SEC("struct_ops/csumld_cong_avoid")
-void BPF_PROG(csumld_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
-SEC("struct_ops/csumld_undo_cwnd")
-__u32 BPF_PROG(csumld_undo_cwnd, struct sock *sk)
-{
-	struct csumld_ca *ca = inet_csk_ca(sk);
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	ca->kw.corruption = 0;
-	ca->pending = 0;
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
-}
+#include "notified_loss.h"
 
 /* .name is a placeholder: the loader registers one instance per host under its own name. */
 SEC(".struct_ops")
 struct tcp_congestion_ops csumld_ops = {
-	.init		= (void *)csumld_init,
-	.ssthresh	= (void *)csumld_ssthresh,
-	.cong_avoid	= (void *)csumld_cong_avoid,
-	.cwnd_event	= (void *)csumld_cwnd_event,
-	.in_ack_event	= (void *)csumld_in_ack_event,
-	.set_state	= (void *)csumld_set_state,
-	.undo_cwnd	= (void *)csumld_undo_cwnd,
+	.init		= (void *)nl_init,
+	.ssthresh	= (void *)nl_ssthresh,
+	.cong_avoid	= (void *)nl_cong_avoid,
+	.cwnd_event	= (void *)nl_cwnd_event,
+	.in_ack_event	= (void *)nl_in_ack_event,
+	.set_state	= (void *)nl_set_state,
+	.undo_cwnd	= (void *)nl_undo_cwnd,
 	.name		= "sl_csumld",
 };

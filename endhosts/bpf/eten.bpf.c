@@ -296,13 +296,6 @@ malformed:
 
 /* ---- the congestion control ---- */
 
-struct beten_ca {
-	struct keep_window kw;
-	__u32 prior_cwnd;	/* cwnd when the current recovery began */
-	__u32 loss_seq;		/* the segment that started it */
-	__u8 pending;		/* ... is a congestion loss so far: a late notice may still come */
-};
-
 /* Was the segment at seq notified? Consumes the notice. */
 static __always_inline int notified(struct sock *sk, __u32 seq)
 {
@@ -320,101 +313,15 @@ static __always_inline int notified(struct sock *sk, __u32 seq)
 	return 1;
 }
 
-SEC("struct_ops/beten_init")
-void BPF_PROG(beten_init, struct sock *sk)
+static __always_inline void uncount(__u32 stat)
 {
-	struct beten_ca *ca = inet_csk_ca(sk);
-
-	ca->kw.saved_ssthresh = 0;
-	ca->kw.corruption = 0;
-	ca->prior_cwnd = 0;
-	ca->loss_seq = 0;
-	ca->pending = 0;
-}
-
-SEC("struct_ops/beten_ssthresh")
-__u32 BPF_PROG(beten_ssthresh, struct sock *sk)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	ca->prior_cwnd = tp->snd_cwnd;
-	ca->loss_seq = tp->snd_una;
-	ca->pending = 0;
-	if (notified(sk, tp->snd_una)) {
-		count(STAT_LOSS_CORRUPTION);
-		return kw_corruption_ssthresh(&ca->kw, tp);
-	}
-	count(STAT_LOSS_CONGESTION);
-	ca->pending = 1;
-	return kw_congestion_ssthresh(&ca->kw, tp);
-}
-
-SEC("struct_ops/beten_in_ack_event")
-void BPF_PROG(beten_in_ack_event, struct sock *sk, __u32 flags)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-	__u8 state = inet_csk(sk)->icsk_ca_state;
-
-	if (!ca->pending)
-		return;
-	if (state != TCP_CA_Recovery && state != TCP_CA_Loss) {
-		ca->pending = 0;	/* recovery is over: the reduction stands */
-		return;
-	}
-	if (!notified(sk, ca->loss_seq))
-		return;
-	/* withdraw the reduction: as if ssthresh() had seen the notice */
-	tcp_sk(sk)->snd_ssthresh = sl_max(ca->prior_cwnd, 2U);
-	ca->kw.corruption = 1;
-	ca->pending = 0;
-	count(STAT_LOSS_CORRUPTION);
-	count(STAT_LATE_NOTICE);
-	__u32 k = STAT_LOSS_CONGESTION;
-	__u64 *v = bpf_map_lookup_elem(&eten_stats, &k);
+	__u64 *v = bpf_map_lookup_elem(&eten_stats, &stat);
 
 	if (v)
 		__sync_fetch_and_sub(v, 1);
 }
 
-SEC("struct_ops/beten_cwnd_event")
-void BPF_PROG(beten_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-
-	if (kw_recovery_complete(ev)) {
-		kw_restore(&ca->kw, tcp_sk(sk));
-		ca->pending = 0;
-	}
-}
-
-SEC("struct_ops/beten_set_state")
-void BPF_PROG(beten_set_state, struct sock *sk, __u8 new_state)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-
-	if (kw_loss_over(sk, new_state)) {
-		kw_restore(&ca->kw, tcp_sk(sk));
-		ca->pending = 0;
-	}
-}
-
-SEC("struct_ops/beten_cong_avoid")
-void BPF_PROG(beten_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
-SEC("struct_ops/beten_undo_cwnd")
-__u32 BPF_PROG(beten_undo_cwnd, struct sock *sk)
-{
-	struct beten_ca *ca = inet_csk_ca(sk);
-
-	/* The kernel found the reduction spurious and restores ssthresh itself. */
-	ca->kw.corruption = 0;
-	ca->pending = 0;
-	return sl_tcp_reno_undo_cwnd(sk);
-}
+#include "notified_loss.h"
 
 /*
  * .name is a placeholder: the kernel keys congestion controls by name, globally, so the
@@ -423,12 +330,12 @@ __u32 BPF_PROG(beten_undo_cwnd, struct sock *sk)
  */
 SEC(".struct_ops")
 struct tcp_congestion_ops beten_ops = {
-	.init		= (void *)beten_init,
-	.ssthresh	= (void *)beten_ssthresh,
-	.cong_avoid	= (void *)beten_cong_avoid,
-	.cwnd_event	= (void *)beten_cwnd_event,
-	.in_ack_event	= (void *)beten_in_ack_event,
-	.set_state	= (void *)beten_set_state,
-	.undo_cwnd	= (void *)beten_undo_cwnd,
+	.init		= (void *)nl_init,
+	.ssthresh	= (void *)nl_ssthresh,
+	.cong_avoid	= (void *)nl_cong_avoid,
+	.cwnd_event	= (void *)nl_cwnd_event,
+	.in_ack_event	= (void *)nl_in_ack_event,
+	.set_state	= (void *)nl_set_state,
+	.undo_cwnd	= (void *)nl_undo_cwnd,
 	.name		= "sl_beten",
 };
