@@ -10,6 +10,7 @@
 //! eventfd wakes it when it sleeps); the HTTP thread waits for the answer.
 
 use crate::dataplane::{Cmd, DirHandle, PortStats};
+use crate::release::PROM_BOUNDS_US;
 use crate::telemetry::TelemetryStats;
 use linkmodel::{ControlCommand, Dir, DirectionStatus};
 use serde_json::{json, Map, Value};
@@ -161,9 +162,23 @@ pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest
     Ok((target, cmd))
 }
 
-/// The /status document.
-pub fn status_json(uptime_s: f64, fwd: &DirectionStatus, ret: &DirectionStatus) -> Value {
-    json!({ "uptime_s": uptime_s, "forward": fwd, "return": ret })
+/// The /status document: each direction's model status, and how late the data plane released
+/// delivered packets against the model's delivery times (`release_error`, µs quantiles).
+pub fn status_json(
+    uptime_s: f64,
+    fwd: &DirectionStatus,
+    ret: &DirectionStatus,
+    ports: [&PortStats; 2],
+) -> Value {
+    json!({
+        "uptime_s": uptime_s,
+        "forward": fwd,
+        "return": ret,
+        "release_error": {
+            "forward": ports[0].release.summary(),
+            "return": ports[1].release.summary(),
+        },
+    })
 }
 
 /// One parsed HTTP request.
@@ -295,6 +310,11 @@ impl Controller {
         Some((self.status_of(Dir::Forward)?, self.status_of(Dir::Return)?))
     }
 
+    fn status_doc(&self, f: &DirectionStatus, r: &DirectionStatus) -> Value {
+        let ports = [&*self.port_stats[0], &*self.port_stats[1]];
+        status_json(self.uptime_s(), f, r, ports)
+    }
+
     fn uptime_s(&self) -> f64 {
         self.clock.now_ns() as f64 / 1e9
     }
@@ -303,7 +323,7 @@ impl Controller {
     pub fn respond(&self, req: &Request) -> Response {
         match (req.method.as_str(), req.path.as_str()) {
             ("GET", "/status") => match self.statuses() {
-                Some((f, r)) => Response::json(200, &status_json(self.uptime_s(), &f, &r)),
+                Some((f, r)) => Response::json(200, &self.status_doc(&f, &r)),
                 None => Response::error(503, "status: data plane did not answer"),
             },
             ("POST", "/control") => {
@@ -328,7 +348,7 @@ impl Controller {
                     target
                 ));
                 match self.statuses() {
-                    Some((f, r)) => Response::json(200, &status_json(self.uptime_s(), &f, &r)),
+                    Some((f, r)) => Response::json(200, &self.status_doc(&f, &r)),
                     None => Response::error(503, "status: data plane did not answer"),
                 }
             }
@@ -412,6 +432,33 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, values: &[(&str,
     let _ = writeln!(out, "# TYPE satlab_emulator_{name} {kind}");
     for (dir, v) in values {
         let _ = writeln!(out, "satlab_emulator_{name}{{direction=\"{dir}\"}} {v}");
+    }
+}
+
+/// The release error of each direction as a Prometheus histogram (seconds).
+fn release_histogram(out: &mut String, dirs: &[&str; 2], ports: [&PortStats; 2]) {
+    let name = "satlab_emulator_release_error_seconds";
+    let _ = writeln!(out, "# HELP {name} How late delivered packets left the output port, against the model's delivery time.");
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for (dir, p) in dirs.iter().zip(ports) {
+        let (cum, total) = p.release.cumulative(&PROM_BOUNDS_US);
+        for (le, n) in PROM_BOUNDS_US.iter().zip(cum) {
+            let le_s = *le as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{direction=\"{dir}\",le=\"{le_s}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{direction=\"{dir}\",le=\"+Inf\"}} {total}"
+        );
+        let _ = writeln!(
+            out,
+            "{name}_sum{{direction=\"{dir}\"}} {}",
+            p.release.sum_s()
+        );
+        let _ = writeln!(out, "{name}_count{{direction=\"{dir}\"}} {total}");
     }
 }
 
@@ -602,6 +649,7 @@ pub fn metrics_text(
             .collect();
         metric(&mut o, name, "counter", help, &vals);
     }
+    release_histogram(&mut o, &dirs, ports);
     let _ = writeln!(
         o,
         "# HELP satlab_emulator_telemetry_clients Connected telemetry clients."
@@ -747,7 +795,15 @@ mod tests {
         let mut r = s.clone();
         r.direction = Dir::Return;
         let p = PortStats::default();
+        p.release.record(30_000);
+        p.release.record(150_000);
         let text = metrics_text(1.5, [&s, &r], [&p, &p], &TelemetryStats::default());
+        assert!(text.contains(
+            "satlab_emulator_release_error_seconds_bucket{direction=\"forward\",le=\"0.0001\"} 1\n"
+        ));
+        assert!(
+            text.contains("satlab_emulator_release_error_seconds_count{direction=\"return\"} 2\n")
+        );
         assert!(text.contains("satlab_emulator_esn0_db{direction=\"forward\"} 12.5\n"));
         assert!(text.contains("satlab_emulator_queue_packets{direction=\"return\"} 4\n"));
         assert!(text.contains("satlab_emulator_modcod_id{direction=\"forward\"} 0\n"));

@@ -6,9 +6,9 @@
 //! `poll(now)` -> send the delivered frames in one `sendmmsg` batch -> publish telemetry -> sleep
 //! until the model next has something due (`next_due_ns`: a delivery or loss, not the end of a
 //! frame on the air, which `enqueue`/`poll` replay) or until input arrives (epoll on the rx
-//! socket, a timerfd armed `SPIN` before the deadline, then a short busy poll to the deadline
-//! itself), so delivery times are met within a few microseconds without a core spinning all the
-//! time. While input flows the socket is not watched: it is read at every wake-up and at least
+//! socket, a timerfd armed a learnt lead before the deadline (`wake_lead`), then a short busy poll
+//! to the deadline itself), so delivery times are met within a few microseconds without a core
+//! spinning all the time. While input flows the socket is not watched: it is read at every wake-up and at least
 //! every `rx_coalesce` (up to 1 ms when the link's fixed delay is longer; frames keep their
 //! kernel receive times, so reading them later changes no outcome).
 //!
@@ -18,7 +18,9 @@
 //! written to the sender host's notice map as it comes out of the model (`oracle`).
 
 use crate::oracle::{self, Oracle};
+use crate::release::ReleaseHistogram;
 use crate::telemetry::{self, Event, EventKind, Msg};
+use crate::wake_lead::WakeLead;
 use linkmodel::config::EventLevel;
 use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
 use netio::port::{RxFrame, RxPort, TxPort, BATCH};
@@ -96,6 +98,8 @@ pub struct PortStats {
     pub oracle_notices: AtomicU64,
     /// Oracle ETEN notices the map refused (bpf(2) error).
     pub oracle_errors: AtomicU64,
+    /// How late each delivered frame left, against the model's delivery time.
+    pub release: ReleaseHistogram,
 }
 
 /// Everything a direction thread needs.
@@ -131,9 +135,8 @@ pub struct DirSettings {
     pub events: EventLevel,
     /// Telemetry period, ns.
     pub period_ns: u64,
-    /// Busy-poll window before a deadline, ns; `None`: 0 when the thread got SCHED_FIFO (its
-    /// timer wake-ups are then prompt, and spinning at real-time priority would take CPU from the
-    /// hosts sharing the machine), 20 µs otherwise.
+    /// Fixed busy-poll window before a deadline, ns; `None`: learnt from the timer's lateness
+    /// (`wake_lead`).
     pub spin_ns: Option<u64>,
     /// SCHED_FIFO priority for the thread (None: nice -10).
     pub rt_priority: Option<i32>,
@@ -321,6 +324,12 @@ impl DirThread {
             }
         }
         if !self.out_frames.is_empty() {
+            // Released = handed to the kernel. Not the clock after the send call: on a veth port
+            // that call also runs the receiving host's network stack for the batch.
+            let released = self.clock.now_ns();
+            for &due in self.model.delivered_due_ns() {
+                self.stats.release.record(released.saturating_sub(due));
+            }
             let (sent, failed) = self.tx.send_batch(&self.out_frames);
             self.stats
                 .tx_frames
@@ -353,7 +362,8 @@ impl DirThread {
         let mut next_status = 0u64;
         let mut next_modcod_check = 0u64;
         let mut last_modcod: Option<u32> = None;
-        let spin_ns = self.spin_ns.unwrap_or(if realtime { 0 } else { 20_000 });
+        // Start from the lateness typical of each kind of thread here; it is learnt from then on.
+        let mut lead = WakeLead::new(self.spin_ns, if realtime { 20_000 } else { 50_000 });
         let mut last_poll = 0u64;
         let mut rx_interest = true;
         let mut idle_overdue = 0u32;
@@ -436,6 +446,7 @@ impl DirThread {
                 rx_interest = !coalesce;
                 let _ = self.waiter.set_interest(self.rx.fd(), 0, rx_interest);
             }
+            let spin_ns = lead.lead_ns();
             if let Some(p) = precise.filter(|&p| p <= now + spin_ns) {
                 if p > now {
                     std::hint::spin_loop();
@@ -463,12 +474,19 @@ impl DirThread {
                 continue; // busy-poll the last microseconds (still reading input)
             }
             idle_overdue = 0;
-            let wake_at = precise.map_or(lazy, |p| lazy.min(p - spin_ns));
+            let wake_at = precise.map_or(lazy, |p| lazy.min(p.saturating_sub(spin_ns)));
             if wake_at <= now {
                 continue;
             }
             self.waiter.arm(self.clock.mono_ns_of(wake_at));
             self.waiter.wait(-1);
+            if precise.is_some_and(|p| wake_at == p.saturating_sub(spin_ns)) {
+                // Woken for a deadline (or later): learn how late the timer fires.
+                let woke = self.clock.now_ns();
+                if woke >= wake_at {
+                    lead.observe(woke - wake_at);
+                }
+            }
         }
     }
 }

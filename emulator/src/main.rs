@@ -7,7 +7,9 @@
 mod control;
 mod dataplane;
 mod oracle;
+mod release;
 mod telemetry;
+mod wake_lead;
 
 use linkmodel::config::PortKind;
 use linkmodel::{Dir, Direction, EmulatorConfig, PortConfig};
@@ -26,7 +28,7 @@ const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check]\n\
   --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
-environment: SATLAB_EMU_SPIN_US          busy-poll window before a delivery deadline, us (default 0 with SCHED_FIFO, else 20)\n\
+environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
                                         link's fixed delay allows; 0 = wake per frame)";
 

@@ -64,6 +64,12 @@ def test_ping_rtt_is_twice_the_one_way_delay(topo: Topology, emulator: EmulatorF
     # is shared (a compile on the same 2 cores delays a thread by a few ms now and then)
     assert off[-2] <= 1.0, f"RTTs {rtts} ms vs expected {expected:.3f} ms"
     assert min(rtts) >= expected - 0.05, "faster than the configured delay"
+    # Every delivered echo (request forward, reply return) has a measured release error.
+    after = emu.status()
+    for d in ("forward", "return"):
+        rel = after["release_error"][d]
+        assert rel["count"] == after[d]["counters"]["delivered_packets"] >= 10, (d, rel)
+        assert rel["p50_us"] is not None and rel["p50_us"] <= rel["p99_us"] <= rel["max_us"] + 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -95,13 +95,18 @@ impl DelayLine {
         }
     }
 
-    /// Appends every outcome due at `now_ns` to `out`, in delivery order.
-    pub fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Outcome>) {
+    /// Appends every outcome due at `now_ns` to `out`, in delivery order, and the time each was
+    /// due to `due` (same order).
+    pub fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Outcome>, due: &mut Vec<u64>) {
         while self.fifo.front().is_some_and(|e| e.t <= now_ns) {
-            out.push(self.fifo.pop_front().expect("front").outcome);
+            let e = self.fifo.pop_front().expect("front");
+            due.push(e.t);
+            out.push(e.outcome);
         }
         while self.heap.peek().is_some_and(|e| e.t <= now_ns) {
-            out.push(self.heap.pop().expect("peek").outcome);
+            let e = self.heap.pop().expect("peek");
+            due.push(e.t);
+            out.push(e.outcome);
         }
     }
 
@@ -140,11 +145,12 @@ mod tests {
         let mut l = DelayLine::new();
         l.push(1000, None, 0, d(1));
         l.push(500, None, 0, d(2)); // delay shrank: held to 1000, after packet 1
-        let mut out = Vec::new();
-        l.pop_due(999, &mut out);
+        let (mut out, mut due) = (Vec::new(), Vec::new());
+        l.pop_due(999, &mut out, &mut due);
         assert!(out.is_empty());
-        l.pop_due(1000, &mut out);
+        l.pop_due(1000, &mut out, &mut due);
         assert_eq!(out, vec![d(1), d(2)]);
+        assert_eq!(due, vec![1000, 1000]);
     }
 
     #[test]
@@ -152,8 +158,9 @@ mod tests {
         let mut l = DelayLine::new();
         assert!(!l.push(1000, Some(500), 0, d(1)));
         assert!(l.push(1100, Some(0), 0, d(2)));
-        let mut out = Vec::new();
-        l.pop_due(2000, &mut out);
+        let (mut out, mut due) = (Vec::new(), Vec::new());
+        l.pop_due(2000, &mut out, &mut due);
         assert_eq!(out, vec![d(2), d(1)]);
+        assert_eq!(due, vec![1100, 1500]);
     }
 }

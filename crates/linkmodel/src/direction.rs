@@ -234,6 +234,10 @@ pub struct Direction {
     /// Queue drops waiting for the next poll.
     ready: Vec<Outcome>,
     ready_since: u64,
+    /// Model delivery times of the outcomes the last `poll` took from the delay line.
+    popped_due: Vec<u64>,
+    /// Model delivery times of the packets the last `poll` delivered, in order.
+    delivered_due: Vec<u64>,
     counters: Counters,
     /// GSE bytes (headers + data) sent so far, for rate checks.
     gse_bytes_sent: u64,
@@ -276,6 +280,8 @@ impl Direction {
             line: DelayLine::new(),
             ready: Vec::new(),
             ready_since: 0,
+            popped_due: Vec::new(),
+            delivered_due: Vec::new(),
             counters: Counters::default(),
             gse_bytes_sent: 0,
             frames_sent: 0,
@@ -312,13 +318,22 @@ impl Direction {
         }
         out.append(&mut self.ready);
         let first = out.len();
-        self.line.pop_due(now_ns, out);
-        for o in &out[first..] {
+        self.popped_due.clear();
+        self.delivered_due.clear();
+        self.line.pop_due(now_ns, out, &mut self.popped_due);
+        for (o, &due) in out[first..].iter().zip(&self.popped_due) {
             if let Outcome::Deliver { frame, .. } = o {
+                self.delivered_due.push(due);
                 self.counters.delivered_packets += 1;
                 self.counters.delivered_bytes += frame.len() as u64;
             }
         }
+    }
+
+    /// The model's delivery time of each packet the last `poll` delivered, in the order of its
+    /// `Deliver` outcomes (the data plane measures how late it released them).
+    pub fn delivered_due_ns(&self) -> &[u64] {
+        &self.delivered_due
     }
 
     /// Earliest time at which `poll` would produce something or the model must act (frame end,
