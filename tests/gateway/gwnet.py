@@ -16,17 +16,15 @@ tests use (crafted TCP segments, packet capture, HTTP inside a namespace).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import hmac
-import http.client
-import json
 import os
 import shutil
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -38,12 +36,15 @@ from typing import Any
 import yaml
 from pyroute2 import NetNS, netns
 
+# The namespace helpers are the emulator tier's (tests/integration/netns.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+import netns as netns_util  # noqa: E402
+from netns import socket_in_netns  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
 GATEWAY_BIN = REPO / "target" / "release" / "satlab-gateway"
 TAG = "g5"
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 SRV, GW_LAN, GW_SAT, ST_SAT, ST_LAN, CLI = (
     "10.71.1.2",
@@ -65,65 +66,14 @@ HMAC_KEY = b"satlab-g5-testbed-key-0123456789"
 
 
 def sweep_stale() -> None:
-    for name in netns.listnetns():
-        parts = name.split("-")
-        if len(parts) < 3 or parts[0] != TAG or not parts[1].isdigit():
-            continue
-        pid = int(parts[1])
-        if pid == os.getpid() or Path(f"/proc/{pid}").exists():
-            continue
-        with contextlib.suppress(Exception):
-            netns.remove(name)
-
-
-def _setns(ns: str) -> None:
-    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"setns({ns}): {os.strerror(err)}")
-    finally:
-        os.close(fd)
-
-
-def socket_in_netns(ns: str, family: int, kind: int, proto: int = 0) -> socket.socket:
-    """A socket made inside ``ns`` (setns in a short-lived thread; the caller is untouched)."""
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            _setns(ns)
-            box["sock"] = socket.socket(family, kind, proto)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            box["err"] = e
-
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    if "err" in box:
-        raise box["err"]
-    s: socket.socket = box["sock"]
-    return s
+    """Remove namespaces of this tier left by dead test processes."""
+    netns_util.sweep_stale(TAG)
 
 
 def http_json(ns: str, port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    s = socket_in_netns(ns, socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(("127.0.0.1", port))
-    conn.sock = s
-    try:
-        data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        raw = r.read().decode("utf-8", "replace")
-        try:
-            return r.status, json.loads(raw)
-        except ValueError:
-            return r.status, raw
-    finally:
-        conn.close()
+    """One HTTP request to 127.0.0.1:port inside ``ns``; (status, parsed JSON or raw text)."""
+    result: tuple[int, Any] = netns_util.http_json(ns, "127.0.0.1", port, method, path, body)
+    return result
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
