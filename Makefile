@@ -32,12 +32,7 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
 	@tests/compose/smoke.sh
 
-link-schema:  ## Regenerate api/satlab/link_schema.json from the emulator's configuration types
-	@cargo build --release --quiet -p satlab-emulator
-	@target/release/satlab-emulator --print-schema > api/satlab/link_schema.json
-	@echo "api/satlab/link_schema.json written"
-
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke link-schema stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke stop

@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from satlab import link_schema
 from satlab.schemes import SCHEMES
 
 SCHEMA_VERSION = 1
@@ -418,8 +417,7 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def json_schema() -> str:
-    """The scenario JSON Schema, its `link` described by the emulator's configuration schema."""
-    return json.dumps(link_schema.embed(Scenario.model_json_schema()), indent=2)
+    return json.dumps(Scenario.model_json_schema(), indent=2)
 
 
 class RunSpec(BaseModel):

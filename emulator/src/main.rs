@@ -24,10 +24,9 @@ pub fn log(msg: &str) {
     eprintln!("satlab-emulator: {msg}");
 }
 
-const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema\n\
+const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check]\n\
   --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
-  --print-schema  print the JSON Schema of the configuration file (fields, defaults, bounds) and exit\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
 environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
@@ -58,14 +57,6 @@ fn parse_args() -> Result<Args, String> {
                     Ok(p) if (1..=99).contains(&p) => realtime = Some(p),
                     _ => return Err(format!("--realtime: {v:?} is not a priority in 0..=99")),
                 }
-            }
-            "--print-schema" => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&linkmodel::config::json_schema())
-                        .expect("schema serializes")
-                );
-                std::process::exit(0);
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),

@@ -9,7 +9,6 @@
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Dir;
@@ -90,7 +89,7 @@ fn check_f64(path: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), Con
 // ---------------------------------------------------------------------------------------------
 
 /// The whole emulator configuration: one YAML file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmulatorConfig {
     /// Seed of every random choice of the run (erasures, bit errors, reordering), per direction.
@@ -127,7 +126,7 @@ impl Default for EmulatorConfig {
 }
 
 /// The two ports of the emulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PortsConfig {
     /// Gateway side (forward packets are read here, return packets written here).
@@ -152,7 +151,7 @@ impl Default for PortsConfig {
 }
 
 /// How a port is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PortKind {
     /// An existing interface (veth end, NIC) opened with a packet socket.
@@ -162,7 +161,7 @@ pub enum PortKind {
 }
 
 /// One port: `{kind: af_packet|tap, interface: NAME}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortConfig {
     #[serde(default = "default_port_kind")]
@@ -170,18 +169,12 @@ pub struct PortConfig {
     pub interface: String,
 }
 
-/// `gse_label_bytes` is one of 0, 3 or 6 (the GSE label types).
-fn gse_label_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-    serde_json::from_value(serde_json::json!({"type": "integer", "enum": [0, 3, 6]}))
-        .expect("static schema")
-}
-
 fn default_port_kind() -> PortKind {
     PortKind::AfPacket
 }
 
 /// Which per-packet events the telemetry stream carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventLevel {
     None,
@@ -190,11 +183,10 @@ pub enum EventLevel {
 }
 
 /// Telemetry stream (Unix stream socket, newline-delimited JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     pub socket: PathBuf,
-    #[schemars(range(min = 10, max = 60000))]
     pub period_ms: u64,
     pub events: EventLevel,
 }
@@ -210,7 +202,7 @@ impl Default for TelemetryConfig {
 }
 
 /// Control HTTP endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlConfig {
     pub listen: String,
@@ -229,26 +221,22 @@ impl Default for ControlConfig {
 // ---------------------------------------------------------------------------------------------
 
 /// GEO slot and the two ground stations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeometryConfig {
     /// Orbital slot (east positive), degrees.
-    #[schemars(range(min = -180.0, max = 180.0))]
     pub satellite_longitude_deg: f64,
     pub gateway: GroundStation,
     pub terminal: GroundStation,
 }
 
 /// A ground station on the WGS84 ellipsoid.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroundStation {
-    #[schemars(range(min = -90.0, max = 90.0))]
     pub lat_deg: f64,
-    #[schemars(range(min = -180.0, max = 180.0))]
     pub lon_deg: f64,
     #[serde(default)]
-    #[schemars(range(min = -500.0, max = 10000.0))]
     pub alt_m: f64,
 }
 
@@ -257,7 +245,7 @@ pub struct GroundStation {
 // ---------------------------------------------------------------------------------------------
 
 /// Physical layer of a direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkKind {
     /// DVB-S2 BBFrames (forward default).
@@ -269,7 +257,7 @@ pub enum LinkKind {
 }
 
 /// DVB-S2 FECFRAME length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameSize {
     /// 64800 bits.
@@ -279,31 +267,26 @@ pub enum FrameSize {
 }
 
 /// One direction of the link: physical layer, ACM, attenuation, queue, errors, reordering, delay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DirectionConfig {
     /// Fixed one-way propagation delay, ms. Default: from `geometry` if given, else 250 ms.
-    #[schemars(range(min = 0.0, max = 10000.0))]
     pub delay_ms: Option<f64>,
     /// OpenSAND FileDelay trace instead of a fixed delay.
     pub delay_file: Option<DelayFileConfig>,
     /// Default: `dvbs2` forward, `rcs2` return.
     pub kind: Option<LinkKind>,
     /// Default: 40e6 forward (OpenSAND's 54 MHz carrier, roll-off 0.35), 4e6 return.
-    #[schemars(range(min = 1000.0, max = 1000000000.0))]
     pub symbol_rate_baud: Option<f64>,
     /// Roll-off factor; only gives the occupied bandwidth (the rate follows the symbol rate).
-    #[schemars(range(min = 0.0, max = 1.0))]
     pub roll_off: f64,
     /// DVB-S2 pilot blocks (36 symbols every 16 slots of 90 symbols).
     pub pilots: bool,
     /// DVB-S2 FECFRAME size.
     pub frame: FrameSize,
     /// Bit rate of a `fixed` link.
-    #[schemars(range(min = 1000.0, max = 100000000000.0))]
     pub rate_bps: Option<f64>,
     /// RCS2 burst length in symbols (the embedded table is for 536-symbol bursts).
-    #[schemars(range(min = 64, max = 100000))]
     pub burst_symbols: u32,
     /// MODCOD table file (`id MOD rate efficiency esn0_db`); default: embedded EN 302 307-1
     /// Table 13 (dvbs2) or the OpenSAND RCS2 536-symbol table (rcs2).
@@ -311,10 +294,8 @@ pub struct DirectionConfig {
     /// PER table file (`modcod_id,esn0_db,per`); default: waterfall derived from the thresholds.
     pub per_table: Option<PathBuf>,
     /// Width of the default waterfall from PER 1e-1 to 1e-7, dB.
-    #[schemars(range(min = 0.01, max = 10.0))]
     pub waterfall_width_db: f64,
     /// GSE label length: 0, 3 or 6 bytes.
-    #[schemars(schema_with = "gse_label_schema")]
     pub gse_label_bytes: u8,
     pub acm: AcmConfig,
     pub uplink: HopConfig,
@@ -357,7 +338,7 @@ impl Default for DirectionConfig {
 /// Oracle ETEN (eten.md §1, the report's upper bound): for every IPv4 TCP segment with payload
 /// that this direction corrupts or erases, the emulator writes a notice into the sender host's
 /// BPF map at once, without delay or loss (docs/emulator-contract.md "Oracle ETEN").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OracleEtenConfig {
     /// Absolute path of the pinned map in a bpffs mount (an LRU hash, 16-byte key and value).
@@ -366,12 +347,11 @@ pub struct OracleEtenConfig {
 }
 
 /// OpenSAND FileDelay: lines `<uint tick> <ms>`, tick = `refresh_period_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DelayFileConfig {
     pub path: PathBuf,
     #[serde(default = "default_refresh_period_ms")]
-    #[schemars(range(min = 1, max = 3600000))]
     pub refresh_period_ms: u64,
     #[serde(default, rename = "loop")]
     pub loop_: bool,
@@ -382,7 +362,7 @@ fn default_refresh_period_ms() -> u64 {
 }
 
 /// How the transmitter chooses its MODCOD.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AcmMode {
     /// Adaptive: from the receiver's Es/N0 reports (OpenSAND rule + margin + hysteresis).
@@ -394,23 +374,19 @@ pub enum AcmMode {
 }
 
 /// ACM loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AcmConfig {
     pub mode: AcmMode,
     /// The receiver reports its Es/N0 every refresh_ms (OpenSAND acm_refresh, default 1000 ms).
-    #[schemars(range(min = 1, max = 600000))]
     pub refresh_ms: u64,
     /// Pick the MODCOD with the highest required Es/N0 <= reported - margin_db.
-    #[schemars(range(min = 0.0, max = 20.0))]
     pub margin_db: f64,
     /// Step up only when reported - margin - hysteresis still supports the higher MODCOD.
-    #[schemars(range(min = 0.0, max = 10.0))]
     pub hysteresis_db: f64,
     /// CCM MODCOD id.
     pub modcod: Option<u32>,
     /// VCM cycle of MODCOD ids (one per frame, in order, repeating).
-    #[schemars(length(max = 1024))]
     pub vcm_modcods: Vec<u32>,
 }
 
@@ -428,11 +404,10 @@ impl Default for AcmConfig {
 }
 
 /// One hop (uplink = ground to satellite, downlink = satellite to ground) of a direction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HopConfig {
     /// C/N of the hop without attenuation, dB (OpenSAND clear_sky, default 20).
-    #[schemars(range(min = -20.0, max = 60.0))]
     pub clear_sky_db: f64,
     pub attenuation: AttenuationConfig,
     /// ITU-R P.618 sky-noise rise under rain (downlink only).
@@ -450,7 +425,7 @@ impl Default for HopConfig {
 }
 
 /// Attenuation source kind (OpenSAND plugins Ideal, File, On/Off, Triangular).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttenuationKind {
     Constant,
@@ -460,13 +435,12 @@ pub enum AttenuationKind {
 }
 
 /// Attenuation source of a hop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AttenuationConfig {
     #[serde(rename = "type")]
     pub kind: AttenuationKind,
     /// `constant`: attenuation, dB.
-    #[schemars(range(min = 0.0, max = 100.0))]
     pub value_db: f64,
     /// `file`: trace `<tick> <dB>`.
     pub file: Option<PathBuf>,
@@ -474,22 +448,16 @@ pub struct AttenuationConfig {
     #[serde(rename = "loop")]
     pub loop_: bool,
     /// Length of one tick, ms. Default: `acm.refresh_ms` (as OpenSAND).
-    #[schemars(range(min = 1, max = 3600000))]
     pub tick_ms: Option<u64>,
     /// `on_off`: ticks at `amplitude_db`.
-    #[schemars(range(min = 0, max = 1000000000))]
     pub on_ticks: u64,
     /// `on_off`: ticks at 0 dB (the cycle starts with them).
-    #[schemars(range(min = 0, max = 1000000000))]
     pub off_ticks: u64,
     /// `on_off`: attenuation while on, dB.
-    #[schemars(range(min = 0.0, max = 100.0))]
     pub amplitude_db: f64,
     /// `triangular`: dB per tick.
-    #[schemars(range(min = 0.0, max = 100.0))]
     pub slope_db_per_tick: f64,
     /// `triangular`: period in ticks (up for half, down for half).
-    #[schemars(range(min = 1, max = 1000000000))]
     pub period_ticks: u64,
 }
 
@@ -512,15 +480,13 @@ impl Default for AttenuationConfig {
 
 /// ITU-R P.618 downlink noise rise: T_sky(A) = Tm (1 - 10^(-A/10)) added to the clear-sky
 /// system noise temperature.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkyNoiseConfig {
     pub enabled: bool,
     /// Clear-sky system noise temperature of the receiver, K.
-    #[schemars(range(min = 10.0, max = 5000.0))]
     pub system_noise_temp_k: f64,
     /// Mean radiating temperature of the rain medium Tm, K.
-    #[schemars(range(min = 200.0, max = 350.0))]
     pub medium_temp_k: f64,
 }
 
@@ -535,12 +501,10 @@ impl Default for SkyNoiseConfig {
 }
 
 /// Drop-tail queue limits (a packet is dropped if either would be exceeded).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
-    #[schemars(range(min = 1, max = 10000000))]
     pub limit_packets: u64,
-    #[schemars(range(min = 64, max = 17179869184u64))]
     pub limit_bytes: u64,
 }
 
@@ -554,7 +518,7 @@ impl Default for QueueConfig {
 }
 
 /// Bit-error model of delivered packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BitErrorModel {
     None,
@@ -564,7 +528,7 @@ pub enum BitErrorModel {
 }
 
 /// What happens to a packet with bit errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CorruptionAction {
     /// Deliver it with the bits flipped.
@@ -574,24 +538,19 @@ pub enum CorruptionAction {
 }
 
 /// Bit errors on delivered packets (bytes after the Ethernet header only).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BitErrorConfig {
     pub model: BitErrorModel,
     /// `uniform`: bit error rate.
-    #[schemars(range(min = 0.0, max = 0.5))]
     pub ber: f64,
     /// `gilbert_elliott`: BER in the good state.
-    #[schemars(range(min = 0.0, max = 0.5))]
     pub good_ber: f64,
     /// `gilbert_elliott`: BER in the bad state.
-    #[schemars(range(min = 0.0, max = 0.5))]
     pub bad_ber: f64,
     /// `gilbert_elliott`: mean sojourn in the good state, bits.
-    #[schemars(range(min = 1.0, max = 1000000000000000.0))]
     pub mean_good_bits: f64,
     /// `gilbert_elliott`: mean sojourn in the bad state, bits.
-    #[schemars(range(min = 1.0, max = 1000000000000000.0))]
     pub mean_bad_bits: f64,
     /// `pattern`: error-pattern file to replay.
     pub pattern_file: Option<PathBuf>,
@@ -617,7 +576,7 @@ impl Default for BitErrorConfig {
 }
 
 /// Jitter distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JitterDistribution {
     /// Uniform in [-jitter_ms, +jitter_ms].
@@ -627,17 +586,14 @@ pub enum JitterDistribution {
 }
 
 /// Reordering (Yang's two-path model plus jitter). Off when probability and jitter are 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReorderConfig {
     /// Probability that a packet takes the second (longer) path.
-    #[schemars(range(min = 0.0, max = 1.0))]
     pub probability: f64,
     /// Extra delay of the second path, ms.
-    #[schemars(range(min = 0.0, max = 10000.0))]
     pub extra_delay_ms: f64,
     /// Per-packet jitter, ms.
-    #[schemars(range(min = 0.0, max = 10000.0))]
     pub jitter_ms: f64,
     pub jitter_distribution: JitterDistribution,
 }
@@ -662,22 +618,6 @@ impl ReorderConfig {
 // ---------------------------------------------------------------------------------------------
 // Loading, resolution, validation
 // ---------------------------------------------------------------------------------------------
-
-/// The JSON Schema of the configuration file (`satlab-emulator --print-schema`): every field with
-/// its default, its description (the doc comments above) and the bounds `validate` enforces
-/// (`minimum`/`maximum`); definitions under `$defs`, an optional field typed with `null` added.
-/// Bounds that depend on another field (a MODCOD id of the table, `rate_bps` only for `fixed`)
-/// are left to `validate`.
-pub fn json_schema() -> serde_json::Value {
-    let settings = schemars::gen::SchemaSettings::draft2019_09().with(|s| {
-        s.option_nullable = false;
-        s.option_add_null_type = true;
-    });
-    let schema = settings
-        .into_generator()
-        .into_root_schema_for::<EmulatorConfig>();
-    serde_json::to_value(schema).expect("schema serializes")
-}
 
 /// Default one-way delay without geometry or delay settings: 250 ms (OpenSAND's 125 ms per hop).
 pub const DEFAULT_DELAY_MS: f64 = 250.0;

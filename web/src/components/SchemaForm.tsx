@@ -92,7 +92,7 @@ export function ScalarField({
           ctx.set(path, e.target.value === '' ? undefined : e.target.value);
         }}
       >
-        <option value="">{schema.default !== undefined && schema.default !== null ? `(default: ${scalarText(schema.default)})` : '—'}</option>
+        <option value="">{schema.default !== undefined ? `(default: ${scalarText(schema.default)})` : '—'}</option>
         {schema.enum.map((v) => (
           <option key={String(v)} value={String(v)}>
             {String(v)}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundsText, checkValue, deref, groupErrors, labelOf, schemaAt, unitOf, unwrap, variantFor, type JsonSchema } from './schema.ts';
+import { boundsText, checkValue, deref, groupErrors, labelOf, unitOf, unwrap, variantFor, type JsonSchema } from './schema.ts';
 
 const root: JsonSchema = {
   $defs: {
@@ -58,35 +58,5 @@ describe('schema helpers', () => {
       duration_s: ['Input should be greater than 0'],
       '': ['line 3: mapping values are not allowed here', '(scenario): Field required'],
     });
-  });
-});
-
-describe('schemaAt (the link fields of the emulator schema)', () => {
-  const root: JsonSchema = {
-    $defs: {
-      Link: { type: 'object', properties: { forward: { $ref: '#/$defs/LinkDirectionConfig' } } },
-      LinkDirectionConfig: {
-        type: 'object',
-        properties: {
-          delay_ms: { default: null, anyOf: [{ type: 'number', minimum: 0, maximum: 10000 }, { type: 'null' }] },
-          acm: { $ref: '#/$defs/LinkAcmConfig', default: { refresh_ms: 1000 } },
-        },
-      },
-      LinkAcmConfig: { type: 'object', properties: { refresh_ms: { type: 'integer', minimum: 1, maximum: 600000, default: 1000 } } },
-    },
-  };
-  const link = root.$defs?.Link ?? {};
-
-  it('walks $refs and nullable unions to the field', () => {
-    const d = schemaAt(root, link, ['forward', 'delay_ms']);
-    expect(d?.nullable).toBe(true);
-    expect(d?.schema.maximum).toBe(10000);
-    const r = schemaAt(root, link, ['forward', 'acm', 'refresh_ms']);
-    expect(r).toEqual({ schema: { type: 'integer', minimum: 1, maximum: 600000, default: 1000 }, nullable: false });
-  });
-
-  it('says when there is no such field', () => {
-    expect(schemaAt(root, link, ['forward', 'nope'])).toBeUndefined();
-    expect(schemaAt(root, link, ['return', 'delay_ms'])).toBeUndefined();
   });
 });

@@ -140,15 +140,3 @@ export function groupErrors(lines: readonly string[]): Record<string, string[]> 
 export function pathKey(path: readonly (string | number)[]): string {
   return path.join('.');
 }
-
-/** The schema of the field at `path` below `s` (through $refs and nullable unions), and whether
- * the field may be null; undefined when the schema has no such field. */
-export function schemaAt(root: JsonSchema, s: JsonSchema, path: readonly string[]): { schema: JsonSchema; nullable: boolean } | undefined {
-  let cur = unwrap(root, s);
-  for (const key of path) {
-    const next = cur.schema.properties?.[key];
-    if (!next) return undefined;
-    cur = unwrap(root, next);
-  }
-  return cur;
-}
