@@ -287,24 +287,6 @@ step('a scenario with experiments is not deleted, and the page says why', async 
   assert.equal((await apiGet(`/api/scenarios/${scenarioId}`)).name, 'e2e-quick');
 });
 
-step('scheme picker: a scheme that needs host settings sets them and says so', async () => {
-  // the scenario page is still open (previous step); revision 3 gets the receiver scheme
-  const picker = page.getByRole('region', { name: 'Add a transport scheme' });
-  await picker.getByLabel('Scheme').selectOption({ label: 'Reordering-robust receiver (dupACK withholding)' });
-  await picker.getByTestId('scheme-host-settings').getByText('hosts.settings.sack: false').waitFor();
-  await picker.getByRole('button', { name: 'Add to the scenario' }).click();
-  await page.getByRole('status').getByText('It needs hosts.settings.sack: false: set.').waitFor();
-  await page.getByRole('tab', { name: 'YAML' }).click();
-  assert.match(await page.getByLabel('Scenario YAML').inputValue(), /^ {4}sack: false$/m);
-  await page.getByRole('tab', { name: 'Form' }).click();
-  await shot(page, '04c-scheme-host-settings');
-  await page.getByRole('button', { name: 'Save as new revision' }).click();
-  await page.getByText('Saved as revision 3.').waitFor();
-  const spec = (await apiGet(`/api/scenarios/${scenarioId}`)).latest.spec;
-  assert.equal(spec.hosts.settings.sack, false);
-  assert.ok(spec.configurations.some((c) => c.name === 'withhold' && c.receiver.withhold));
-});
-
 step('tokens: an admin creates a token, it works, then revokes it', async () => {
   const whoami = async (token) => (await fetch(`${BASE}/api/whoami`, { headers: { Authorization: `Bearer ${token}` } })).status;
   await nav('Tokens').click();

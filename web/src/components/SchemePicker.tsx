@@ -54,20 +54,6 @@ export function SchemePicker({ scenario, onAdd }: { scenario: unknown; onAdd: (s
           <p className="field-help">
             Adds configuration <code>{chosen.configuration.name}</code> (renamed if the scenario has one of that name); save to submit with it.
           </p>
-          {Object.keys(chosen.host_settings ?? {}).length ? (
-            <p className="field-help" data-testid="scheme-host-settings">
-              Needs host settings{' '}
-              {Object.entries(chosen.host_settings ?? {}).map(([k, v], i) => (
-                <span key={k}>
-                  {i ? ', ' : ''}
-                  <code>
-                    hosts.settings.{k}: {JSON.stringify(v)}
-                  </code>
-                </span>
-              ))}
-              , which apply to every configuration of the scenario: adding it sets them.
-            </p>
-          ) : null}
         </>
       ) : schemes.loading ? (
         <p className="muted">Loading…</p>

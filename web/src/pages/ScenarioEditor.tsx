@@ -14,7 +14,7 @@ import { fmtWhen } from '../lib/format.ts';
 import { navigate, useRoute } from '../lib/router.ts';
 import { groupErrors, type JsonSchema } from '../lib/schema.ts';
 import { useAsync } from '../lib/useAsync.ts';
-import { configurationToAdd, describeChange, hostSettingsChanges } from '../lib/schemes.ts';
+import { configurationToAdd } from '../lib/schemes.ts';
 import { appendInText, getIn, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
 import quickstartFade from '../templates/quickstart-fade.txt?raw';
 import quickstart from '../templates/quickstart.yaml?raw';
@@ -260,18 +260,8 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
         <SchemePicker
           scenario={parsed.data}
           onAdd={(scheme) => {
-            const { added, replaced } = hostSettingsChanges(parsed.data, scheme.host_settings);
-            edit((t) => {
-              let out = appendInText(t, ['configurations'], configurationToAdd(scheme.configuration, parseYaml(t).data));
-              for (const c of [...added, ...replaced]) out = setInText(out, ['hosts', 'settings', c.key], c.to);
-              return out;
-            });
-            const next = `${isNew ? 'Create the scenario' : 'Save as a new revision'} to submit with it.`;
-            const set = added.length ? ` It needs ${added.map(describeChange).join(', ')}: set.` : '';
-            const changed = replaced.length
-              ? ` It needs ${replaced.map(describeChange).join(', ')}: changed. Host settings apply to every configuration of the scenario, so the others now run with this too.`
-              : '';
-            setMessage(`Added configuration from “${scheme.label}”.${set}${changed} ${next}`);
+            edit((t) => appendInText(t, ['configurations'], configurationToAdd(scheme.configuration, parseYaml(t).data)));
+            setMessage(`Added configuration from “${scheme.label}”. ${isNew ? 'Create the scenario' : 'Save as a new revision'} to submit with it.`);
           }}
         />
       ) : null}
