@@ -44,10 +44,21 @@ export const MAIN_LINK_FIELDS: { title: string; fields: MainField[] }[] = [
 export function LinkFields({ ctx }: { ctx: FormCtx }) {
   const [all, setAll] = useState(false);
   const link = ctx.root.properties?.link ?? {};
+  // Every problem the API or the emulator found in the link, also those of fields not drawn now.
+  const problems = Object.entries(ctx.errors).filter(([k]) => k === 'link' || k.startsWith('link.'));
   return (
     <fieldset className="group">
       <legend>Link</legend>
       <p className="field-help">The emulator configuration (emulator/CONFIG.md). Empty fields take the default shown.</p>
+      {problems.length ? (
+        <ul className="field-error" role="alert" aria-label="Link problems">
+          {problems.map(([k, msgs]) => (
+            <li key={k}>
+              {k}: {msgs.join('; ')}
+            </li>
+          ))}
+        </ul>
+      ) : null}
       {MAIN_LINK_FIELDS.map((g) => (
         <fieldset key={g.title} className="group group--item">
           <legend>{g.title}</legend>

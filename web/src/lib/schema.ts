@@ -180,6 +180,12 @@ export function groupErrors(lines: readonly string[]): Record<string, string[]> 
         .filter((p) => !TAGS.has(p))
         .join('.');
       reason = m[2].replace(/^Value error, /, '');
+      // The emulator's own check of the link (`--check` on save) names a field of the link.
+      const emu = key === 'link' ? /^(?:satlab-emulator: )?invalid configuration: ([a-z_][\w.]*): (.*)$/s.exec(reason) : null;
+      if (emu?.[1] && emu[2] !== undefined) {
+        key = `link.${emu[1]}`;
+        reason = emu[2];
+      }
     }
     (out[key] ??= []).push(reason);
   }
