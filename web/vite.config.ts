@@ -1,4 +1,5 @@
 import react from '@vitejs/plugin-react';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // The FastAPI service serves /api and, in production, the built UI from web/dist on one origin.
@@ -14,6 +15,8 @@ export default defineConfig({
     proxy: {
       '/api': { target: apiTarget, changeOrigin: false },
     },
+    // The unit tests read the API's copy of the emulator's link schema (the form's input).
+    fs: { allow: ['.', fileURLToPath(new URL('../api/satlab', import.meta.url))] },
   },
   build: {
     outDir: 'dist',

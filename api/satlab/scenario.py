@@ -416,8 +416,52 @@ def load_scenario(path: Path) -> Scenario:
     return parse_scenario(data)
 
 
+LINK_SCHEMA_FILE = Path(__file__).with_name("link_schema.json")
+LINK_DEF_PREFIX = "Link"
+
+
+def link_json_schema() -> dict[str, Any]:
+    """The emulator configuration's JSON Schema (`satlab-emulator --print-schema`, committed as
+    link_schema.json by `make link-schema`; a test fails when the two differ)."""
+    schema: dict[str, Any] = json.loads(LINK_SCHEMA_FILE.read_text())
+    return schema
+
+
+def _prefix_refs(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: (
+                v.replace("#/$defs/", f"#/$defs/{LINK_DEF_PREFIX}")
+                if k == "$ref" and isinstance(v, str)
+                else _prefix_refs(v)
+            )
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_prefix_refs(v) for v in node]
+    return node
+
+
+def json_schema_dict() -> dict[str, Any]:
+    """The scenario's JSON Schema with `link` described by the emulator's own schema (its
+    definitions renamed `Link...` so they cannot clash with the scenario's)."""
+    schema = Scenario.model_json_schema()
+    link = _prefix_refs(link_json_schema())
+    defs = schema.setdefault("$defs", {})
+    for name, d in link.pop("$defs", {}).items():
+        defs[LINK_DEF_PREFIX + name] = d
+    for key in ("$schema", "title"):
+        link.pop(key, None)
+    link["description"] = schema["properties"]["link"].get("description", "")
+    # The runner sets these per run (seed, ports, control address, telemetry socket and period).
+    link["x-set-by-runner"] = ["seed", "ports", "control", "telemetry"]
+    link["default"] = {}
+    schema["properties"]["link"] = link
+    return schema
+
+
 def json_schema() -> str:
-    return json.dumps(Scenario.model_json_schema(), indent=2)
+    return json.dumps(json_schema_dict(), indent=2)
 
 
 class RunSpec(BaseModel):

@@ -1,4 +1,4 @@
-//! `satlab-emulator --config FILE.yaml [--check]`: the GEO satellite link between two ports.
+//! `satlab-emulator --config FILE.yaml [--check]` (or `--print-schema`): the GEO satellite link between two ports.
 //!
 //! See emulator/README.md (running, ports, control API, telemetry) and emulator/CONFIG.md (the
 //! configuration file). The link itself is `linkmodel`; this binary is its I/O: ports, one thread
@@ -24,9 +24,10 @@ pub fn log(msg: &str) {
     eprintln!("satlab-emulator: {msg}");
 }
 
-const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check]\n\
+const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema\n\
   --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
+  --print-schema  print the configuration's JSON Schema (bounds of --check, units in x-unit) and exit\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
 environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
@@ -34,6 +35,7 @@ environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery dead
 
 struct Args {
     config: PathBuf,
+    print_schema: bool,
     check: bool,
     realtime: Option<i32>,
 }
@@ -41,6 +43,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut config = None;
     let mut check = false;
+    let mut print_schema = false;
     let mut realtime = Some(10);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -50,6 +53,7 @@ fn parse_args() -> Result<Args, String> {
             }
             s if s.starts_with("--config=") => config = Some(PathBuf::from(&s[9..])),
             "--check" => check = true,
+            "--print-schema" => print_schema = true,
             "--realtime" => {
                 let v = it.next().ok_or("--realtime needs a priority (0-99)")?;
                 match v.parse::<i32>() {
@@ -62,8 +66,13 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    if print_schema {
+        // No configuration is read: the schema describes every file.
+        config.get_or_insert_default();
+    }
     Ok(Args {
         config: config.ok_or("--config FILE is required")?,
+        print_schema,
         check,
         realtime,
     })
@@ -99,6 +108,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.print_schema {
+        println!("{}", linkmodel::config::json_schema());
+        return ExitCode::SUCCESS;
+    }
     let cfg = match EmulatorConfig::from_yaml_file(&args.config) {
         Ok(c) => c,
         Err(e) => {

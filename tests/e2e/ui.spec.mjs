@@ -4,7 +4,9 @@
 // move its rain fade by hand (live control),
 // open the finished comparison and check that the chart and the table show the stored numbers,
 // export CSV, zoom a run's time series, add a scheme from the catalogue, watch the live cwnd,
-// manage tokens, and check that a viewer cannot submit (or see the tokens page).
+// edit a link field beyond the main ones (bound error, save, read back), add a scheme that
+// needs host settings, manage tokens, and check that a viewer cannot submit (or see the tokens
+// page).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -285,6 +287,42 @@ step('a scenario with experiments is not deleted, and the page says why', async 
   await page.getByRole('group', { name: 'Confirm deletion' }).getByRole('button', { name: 'Delete for good' }).click();
   await page.getByRole('alert').getByText(/used by experiments/).waitFor();
   assert.equal((await apiGet(`/api/scenarios/${scenarioId}`)).name, 'e2e-quick');
+});
+
+step('link settings beyond the main fields, and a scheme that needs host settings', async () => {
+  await page.goto(`${BASE}/#/scenarios/${scenarioId}`);
+  await page.getByRole('heading', { name: 'Scenario e2e-quick' }).waitFor();
+  // every field of the emulator's configuration, from its own schema: the forward ACM hysteresis
+  await page.getByText(/^All link settings/).click();
+  const acm = page
+    .getByRole('group', { name: 'Forward', exact: true })
+    .getByRole('group', { name: 'Acm', exact: true });
+  const hysteresis = acm.getByLabel('Hysteresis (dB)');
+  await acm.getByText('range ≥ 0, ≤ 10').waitFor();
+  await hysteresis.fill('12');
+  await acm.getByRole('alert').getByText('must be ≤ 10').waitFor();
+  await shot(page, '09b-link-bound-error');
+  await hysteresis.fill('0.5');
+  assert.equal(await acm.getByRole('alert').count(), 0);
+  // a catalogue scheme whose entry has host_settings (withholding needs SACK off)
+  const schemes = await apiGet('/api/schemes');
+  const withhold = schemes.find((s) => s.name === 'withhold');
+  assert.deepEqual(withhold.host_settings, { sack: false });
+  const picker = page.getByRole('region', { name: 'Add a transport scheme' });
+  await picker.getByLabel('Scheme').selectOption({ label: withhold.label });
+  await picker.getByRole('button', { name: 'Add to the scenario' }).click();
+  await page.getByRole('status').getByText('Set hosts.settings.sack: false (was true, the default)').waitFor();
+  await page.getByRole('tab', { name: 'YAML' }).click();
+  const yaml = await page.getByLabel('Scenario YAML').inputValue();
+  assert.match(yaml, /hysteresis_db: 0\.5/);
+  assert.match(yaml, /sack: false/);
+  await page.getByRole('tab', { name: 'Form' }).click();
+  await page.getByRole('button', { name: 'Save as new revision' }).click();
+  await page.getByText('Saved as revision 3.').waitFor();
+  const spec = (await apiGet(`/api/scenarios/${scenarioId}`)).latest.spec;
+  assert.equal(spec.link.forward.acm.hysteresis_db, 0.5);
+  assert.equal(spec.hosts.settings.sack, false);
+  assert.ok(spec.configurations.some((c) => c.name === 'withhold' && c.receiver?.withhold));
 });
 
 step('tokens: an admin creates a token, it works, then revokes it', async () => {

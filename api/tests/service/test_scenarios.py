@@ -94,6 +94,11 @@ def test_validation_errors_name_the_field(client: TestClient, tokens: Tokens) ->
 def test_schema_endpoint(client: TestClient, tokens: Tokens) -> None:
     r = client.get("/api/scenario-schema", headers=tokens.h("viewer"))
     assert r.status_code == 200 and "duration_s" in r.json()["properties"]
+    # the link is described by the emulator's own schema, bounds included
+    schema = r.json()
+    forward = schema["properties"]["link"]["properties"]["forward"]["$ref"].split("/")[-1]
+    acm = schema["$defs"][forward]["properties"]["acm"]["$ref"].split("/")[-1]
+    assert schema["$defs"][acm]["properties"]["margin_db"]["maximum"] == 20.0
 
 
 def test_file_upload_validation_gives_the_line(client: TestClient, tokens: Tokens) -> None:

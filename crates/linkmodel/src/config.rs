@@ -9,6 +9,7 @@
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Dir;
@@ -89,7 +90,7 @@ fn check_f64(path: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), Con
 // ---------------------------------------------------------------------------------------------
 
 /// The whole emulator configuration: one YAML file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmulatorConfig {
     /// Seed of every random choice of the run (erasures, bit errors, reordering), per direction.
@@ -107,6 +108,7 @@ pub struct EmulatorConfig {
     pub return_: DirectionConfig,
     /// Directory relative file paths were resolved against (the config file's directory).
     #[serde(skip)]
+    #[schemars(skip)]
     pub base_dir: PathBuf,
 }
 
@@ -126,7 +128,7 @@ impl Default for EmulatorConfig {
 }
 
 /// The two ports of the emulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PortsConfig {
     /// Gateway side (forward packets are read here, return packets written here).
@@ -151,7 +153,7 @@ impl Default for PortsConfig {
 }
 
 /// How a port is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PortKind {
     /// An existing interface (veth end, NIC) opened with a packet socket.
@@ -161,11 +163,12 @@ pub enum PortKind {
 }
 
 /// One port: `{kind: af_packet|tap, interface: NAME}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PortConfig {
     #[serde(default = "default_port_kind")]
     pub kind: PortKind,
+    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[^/ \x00]+$"))]
     pub interface: String,
 }
 
@@ -174,7 +177,7 @@ fn default_port_kind() -> PortKind {
 }
 
 /// Which per-packet events the telemetry stream carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventLevel {
     None,
@@ -183,10 +186,11 @@ pub enum EventLevel {
 }
 
 /// Telemetry stream (Unix stream socket, newline-delimited JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     pub socket: PathBuf,
+    #[schemars(range(min = 10, max = 60000), extend("x-unit" = "ms"))]
     pub period_ms: u64,
     pub events: EventLevel,
 }
@@ -202,7 +206,7 @@ impl Default for TelemetryConfig {
 }
 
 /// Control HTTP endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlConfig {
     pub listen: String,
@@ -221,22 +225,26 @@ impl Default for ControlConfig {
 // ---------------------------------------------------------------------------------------------
 
 /// GEO slot and the two ground stations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeometryConfig {
     /// Orbital slot (east positive), degrees.
+    #[schemars(range(min = -180.0, max = 180.0), extend("x-unit" = "deg"))]
     pub satellite_longitude_deg: f64,
     pub gateway: GroundStation,
     pub terminal: GroundStation,
 }
 
 /// A ground station on the WGS84 ellipsoid.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GroundStation {
+    #[schemars(range(min = -90.0, max = 90.0), extend("x-unit" = "deg"))]
     pub lat_deg: f64,
+    #[schemars(range(min = -180.0, max = 180.0), extend("x-unit" = "deg"))]
     pub lon_deg: f64,
     #[serde(default)]
+    #[schemars(range(min = -500.0, max = 10000.0), extend("x-unit" = "m"))]
     pub alt_m: f64,
 }
 
@@ -245,7 +253,7 @@ pub struct GroundStation {
 // ---------------------------------------------------------------------------------------------
 
 /// Physical layer of a direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkKind {
     /// DVB-S2 BBFrames (forward default).
@@ -257,7 +265,7 @@ pub enum LinkKind {
 }
 
 /// DVB-S2 FECFRAME length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameSize {
     /// 64800 bits.
@@ -267,26 +275,31 @@ pub enum FrameSize {
 }
 
 /// One direction of the link: physical layer, ACM, attenuation, queue, errors, reordering, delay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DirectionConfig {
     /// Fixed one-way propagation delay, ms. Default: from `geometry` if given, else 250 ms.
+    #[schemars(range(min = 0.0, max = 10000.0), extend("x-unit" = "ms"))]
     pub delay_ms: Option<f64>,
     /// OpenSAND FileDelay trace instead of a fixed delay.
     pub delay_file: Option<DelayFileConfig>,
     /// Default: `dvbs2` forward, `rcs2` return.
     pub kind: Option<LinkKind>,
     /// Default: 40e6 forward (OpenSAND's 54 MHz carrier, roll-off 0.35), 4e6 return.
+    #[schemars(range(min = 1000.0, max = 1000000000.0), extend("x-unit" = "baud"))]
     pub symbol_rate_baud: Option<f64>,
     /// Roll-off factor; only gives the occupied bandwidth (the rate follows the symbol rate).
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub roll_off: f64,
     /// DVB-S2 pilot blocks (36 symbols every 16 slots of 90 symbols).
     pub pilots: bool,
     /// DVB-S2 FECFRAME size.
     pub frame: FrameSize,
     /// Bit rate of a `fixed` link.
+    #[schemars(range(min = 1000.0, max = 100000000000.0), extend("x-unit" = "bit/s"), extend("x-when" = {"kind": ["fixed"]}))]
     pub rate_bps: Option<f64>,
     /// RCS2 burst length in symbols (the embedded table is for 536-symbol bursts).
+    #[schemars(range(min = 64, max = 100000), extend("x-unit" = "symbols"))]
     pub burst_symbols: u32,
     /// MODCOD table file (`id MOD rate efficiency esn0_db`); default: embedded EN 302 307-1
     /// Table 13 (dvbs2) or the OpenSAND RCS2 536-symbol table (rcs2).
@@ -294,8 +307,10 @@ pub struct DirectionConfig {
     /// PER table file (`modcod_id,esn0_db,per`); default: waterfall derived from the thresholds.
     pub per_table: Option<PathBuf>,
     /// Width of the default waterfall from PER 1e-1 to 1e-7, dB.
+    #[schemars(range(min = 0.01, max = 10.0), extend("x-unit" = "dB"))]
     pub waterfall_width_db: f64,
     /// GSE label length: 0, 3 or 6 bytes.
+    #[schemars(extend("enum" = [0, 3, 6]), extend("x-unit" = "bytes"))]
     pub gse_label_bytes: u8,
     pub acm: AcmConfig,
     pub uplink: HopConfig,
@@ -338,7 +353,7 @@ impl Default for DirectionConfig {
 /// Oracle ETEN (eten.md §1, the report's upper bound): for every IPv4 TCP segment with payload
 /// that this direction corrupts or erases, the emulator writes a notice into the sender host's
 /// BPF map at once, without delay or loss (docs/emulator-contract.md "Oracle ETEN").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OracleEtenConfig {
     /// Absolute path of the pinned map in a bpffs mount (an LRU hash, 16-byte key and value).
@@ -347,11 +362,12 @@ pub struct OracleEtenConfig {
 }
 
 /// OpenSAND FileDelay: lines `<uint tick> <ms>`, tick = `refresh_period_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelayFileConfig {
     pub path: PathBuf,
     #[serde(default = "default_refresh_period_ms")]
+    #[schemars(range(min = 1, max = 3600000), extend("x-unit" = "ms"))]
     pub refresh_period_ms: u64,
     #[serde(default, rename = "loop")]
     pub loop_: bool,
@@ -362,7 +378,7 @@ fn default_refresh_period_ms() -> u64 {
 }
 
 /// How the transmitter chooses its MODCOD.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AcmMode {
     /// Adaptive: from the receiver's Es/N0 reports (OpenSAND rule + margin + hysteresis).
@@ -374,19 +390,24 @@ pub enum AcmMode {
 }
 
 /// ACM loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AcmConfig {
     pub mode: AcmMode,
     /// The receiver reports its Es/N0 every refresh_ms (OpenSAND acm_refresh, default 1000 ms).
+    #[schemars(range(min = 1, max = 600000), extend("x-unit" = "ms"))]
     pub refresh_ms: u64,
     /// Pick the MODCOD with the highest required Es/N0 <= reported - margin_db.
+    #[schemars(range(min = 0.0, max = 20.0), extend("x-unit" = "dB"))]
     pub margin_db: f64,
     /// Step up only when reported - margin - hysteresis still supports the higher MODCOD.
+    #[schemars(range(min = 0.0, max = 10.0), extend("x-unit" = "dB"))]
     pub hysteresis_db: f64,
     /// CCM MODCOD id.
+    #[schemars(extend("x-when" = {"mode": ["ccm"]}))]
     pub modcod: Option<u32>,
     /// VCM cycle of MODCOD ids (one per frame, in order, repeating).
+    #[schemars(length(max = 1024), extend("x-when" = {"mode": ["vcm"]}))]
     pub vcm_modcods: Vec<u32>,
 }
 
@@ -404,10 +425,11 @@ impl Default for AcmConfig {
 }
 
 /// One hop (uplink = ground to satellite, downlink = satellite to ground) of a direction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HopConfig {
     /// C/N of the hop without attenuation, dB (OpenSAND clear_sky, default 20).
+    #[schemars(range(min = -20.0, max = 60.0), extend("x-unit" = "dB"))]
     pub clear_sky_db: f64,
     pub attenuation: AttenuationConfig,
     /// ITU-R P.618 sky-noise rise under rain (downlink only).
@@ -425,7 +447,7 @@ impl Default for HopConfig {
 }
 
 /// Attenuation source kind (OpenSAND plugins Ideal, File, On/Off, Triangular).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttenuationKind {
     Constant,
@@ -435,29 +457,38 @@ pub enum AttenuationKind {
 }
 
 /// Attenuation source of a hop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AttenuationConfig {
     #[serde(rename = "type")]
     pub kind: AttenuationKind,
     /// `constant`: attenuation, dB.
+    #[schemars(range(min = 0.0, max = 100.0), extend("x-unit" = "dB"), extend("x-when" = {"type": ["constant"]}))]
     pub value_db: f64,
     /// `file`: trace `<tick> <dB>`.
+    #[schemars(extend("x-when" = {"type": ["file"]}))]
     pub file: Option<PathBuf>,
     /// `file`: restart at tick 0 after the last line (else hold the last value).
     #[serde(rename = "loop")]
+    #[schemars(extend("x-when" = {"type": ["file"]}))]
     pub loop_: bool,
     /// Length of one tick, ms. Default: `acm.refresh_ms` (as OpenSAND).
+    #[schemars(range(min = 1, max = 3600000), extend("x-unit" = "ms"))]
     pub tick_ms: Option<u64>,
     /// `on_off`: ticks at `amplitude_db`.
+    #[schemars(range(min = 0, max = 1000000000), extend("x-unit" = "ticks"), extend("x-when" = {"type": ["on_off"]}))]
     pub on_ticks: u64,
     /// `on_off`: ticks at 0 dB (the cycle starts with them).
+    #[schemars(range(min = 0, max = 1000000000), extend("x-unit" = "ticks"), extend("x-when" = {"type": ["on_off"]}))]
     pub off_ticks: u64,
     /// `on_off`: attenuation while on, dB.
+    #[schemars(range(min = 0.0, max = 100.0), extend("x-unit" = "dB"), extend("x-when" = {"type": ["on_off"]}))]
     pub amplitude_db: f64,
     /// `triangular`: dB per tick.
+    #[schemars(range(min = 0.0, max = 100.0), extend("x-unit" = "dB/tick"), extend("x-when" = {"type": ["triangular"]}))]
     pub slope_db_per_tick: f64,
     /// `triangular`: period in ticks (up for half, down for half).
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "ticks"), extend("x-when" = {"type": ["triangular"]}))]
     pub period_ticks: u64,
 }
 
@@ -480,13 +511,15 @@ impl Default for AttenuationConfig {
 
 /// ITU-R P.618 downlink noise rise: T_sky(A) = Tm (1 - 10^(-A/10)) added to the clear-sky
 /// system noise temperature.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkyNoiseConfig {
     pub enabled: bool,
     /// Clear-sky system noise temperature of the receiver, K.
+    #[schemars(range(min = 10.0, max = 5000.0), extend("x-unit" = "K"))]
     pub system_noise_temp_k: f64,
     /// Mean radiating temperature of the rain medium Tm, K.
+    #[schemars(range(min = 200.0, max = 350.0), extend("x-unit" = "K"))]
     pub medium_temp_k: f64,
 }
 
@@ -501,10 +534,12 @@ impl Default for SkyNoiseConfig {
 }
 
 /// Drop-tail queue limits (a packet is dropped if either would be exceeded).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
+    #[schemars(range(min = 1, max = 10000000), extend("x-unit" = "packets"))]
     pub limit_packets: u64,
+    #[schemars(range(min = 64, max = 17_179_869_184_u64), extend("x-unit" = "bytes"))]
     pub limit_bytes: u64,
 }
 
@@ -518,7 +553,7 @@ impl Default for QueueConfig {
 }
 
 /// Bit-error model of delivered packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BitErrorModel {
     None,
@@ -528,7 +563,7 @@ pub enum BitErrorModel {
 }
 
 /// What happens to a packet with bit errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CorruptionAction {
     /// Deliver it with the bits flipped.
@@ -538,21 +573,27 @@ pub enum CorruptionAction {
 }
 
 /// Bit errors on delivered packets (bytes after the Ethernet header only).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BitErrorConfig {
     pub model: BitErrorModel,
     /// `uniform`: bit error rate.
+    #[schemars(range(min = 0.0, max = 0.5), extend("x-when" = {"model": ["uniform"]}))]
     pub ber: f64,
     /// `gilbert_elliott`: BER in the good state.
+    #[schemars(range(min = 0.0, max = 0.5), extend("x-when" = {"model": ["gilbert_elliott"]}))]
     pub good_ber: f64,
     /// `gilbert_elliott`: BER in the bad state.
+    #[schemars(range(min = 0.0, max = 0.5), extend("x-when" = {"model": ["gilbert_elliott"]}))]
     pub bad_ber: f64,
     /// `gilbert_elliott`: mean sojourn in the good state, bits.
+    #[schemars(range(min = 1.0, max = 1000000000000000.0), extend("x-unit" = "bits"), extend("x-when" = {"model": ["gilbert_elliott"]}))]
     pub mean_good_bits: f64,
     /// `gilbert_elliott`: mean sojourn in the bad state, bits.
+    #[schemars(range(min = 1.0, max = 1000000000000000.0), extend("x-unit" = "bits"), extend("x-when" = {"model": ["gilbert_elliott"]}))]
     pub mean_bad_bits: f64,
     /// `pattern`: error-pattern file to replay.
+    #[schemars(extend("x-when" = {"model": ["pattern"]}))]
     pub pattern_file: Option<PathBuf>,
     /// Record the errors generated (any model) to this pattern file.
     pub record_file: Option<PathBuf>,
@@ -576,7 +617,7 @@ impl Default for BitErrorConfig {
 }
 
 /// Jitter distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JitterDistribution {
     /// Uniform in [-jitter_ms, +jitter_ms].
@@ -586,14 +627,17 @@ pub enum JitterDistribution {
 }
 
 /// Reordering (Yang's two-path model plus jitter). Off when probability and jitter are 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReorderConfig {
     /// Probability that a packet takes the second (longer) path.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub probability: f64,
     /// Extra delay of the second path, ms.
+    #[schemars(range(min = 0.0, max = 10000.0), extend("x-unit" = "ms"))]
     pub extra_delay_ms: f64,
     /// Per-packet jitter, ms.
+    #[schemars(range(min = 0.0, max = 10000.0), extend("x-unit" = "ms"))]
     pub jitter_ms: f64,
     pub jitter_distribution: JitterDistribution,
 }
@@ -613,6 +657,15 @@ impl ReorderConfig {
     pub fn enabled(&self) -> bool {
         (self.probability > 0.0 && self.extra_delay_ms > 0.0) || self.jitter_ms > 0.0
     }
+}
+
+/// The configuration's JSON Schema (draft 2020-12), pretty-printed: doc comments are the
+/// descriptions, `minimum`/`maximum` the bounds `validate()` checks (kept equal by hand; a test
+/// below and the API's drift test compare them), `x-unit` the unit and `x-when` the values of a
+/// sibling kind field (`type`, `model`, `mode`, `kind`) under which a field is used.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(EmulatorConfig);
+    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -190,3 +190,101 @@ fn numbers_in_exponent_form() {
     assert_eq!(c.forward.symbol_rate_baud, Some(40e6));
     assert_eq!(c.return_.rate_bps, Some(2e6));
 }
+
+/// The numeric leaves of a schema object with their bounds: (dotted path, is integer, min, max).
+fn bounded_leaves(
+    root: &serde_json::Value,
+    s: &serde_json::Value,
+    path: &str,
+    out: &mut Vec<(String, bool, f64, f64)>,
+) {
+    let s = match s.get("$ref").and_then(|r| r.as_str()) {
+        Some(r) => &root["$defs"][r.trim_start_matches("#/$defs/")],
+        None => s,
+    };
+    if let Some(variants) = s.get("anyOf").and_then(|v| v.as_array()) {
+        for v in variants {
+            bounded_leaves(root, v, path, out);
+        }
+        return;
+    }
+    if let Some(props) = s.get("properties").and_then(|p| p.as_object()) {
+        for (k, v) in props {
+            bounded_leaves(root, v, &format!("{path}.{k}"), out);
+        }
+        return;
+    }
+    if let (Some(lo), Some(hi)) = (s["minimum"].as_f64(), s["maximum"].as_f64()) {
+        let types = s["type"].to_string();
+        out.push((path.to_string(), types.contains("integer"), lo, hi));
+    }
+}
+
+fn with_value(path: &str, v: serde_json::Value) -> String {
+    let mut doc = v;
+    for key in path.trim_start_matches('.').rsplit('.') {
+        doc = serde_json::json!({ key: doc });
+    }
+    doc.to_string() // JSON is YAML
+}
+
+#[test]
+fn schema_is_json_with_the_bounds_validate_checks() {
+    let text = linkmodel::config::json_schema();
+    let root: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let dir = &root["$defs"]["DirectionConfig"]["properties"];
+    assert_eq!(dir["roll_off"]["maximum"], 1.0);
+    let acm = &root["$defs"]["AcmConfig"]["properties"];
+    assert_eq!(acm["margin_db"]["maximum"], 20.0);
+    assert_eq!(acm["margin_db"]["x-unit"], "dB");
+    let mut leaves = Vec::new();
+    for top in ["telemetry", "forward", "return"] {
+        bounded_leaves(
+            &root,
+            &root["properties"][top],
+            &format!(".{top}"),
+            &mut leaves,
+        );
+    }
+    assert!(leaves.len() > 40, "{} bounded fields", leaves.len());
+    // delay_file needs a real file next to its bound; its refresh period is checked elsewhere.
+    for (path, integer, lo, hi) in leaves.into_iter().filter(|l| !l.0.contains("delay_file")) {
+        let field = path.trim_start_matches('.');
+        // Just outside each bound (integers: one past; floats: a relative step).
+        let step = |b: f64| {
+            if integer {
+                1.0
+            } else {
+                b.abs().max(1.0) * 1e-6
+            }
+        };
+        let mut outside = vec![hi + step(hi)];
+        if !(integer && lo == 0.0) {
+            outside.push(lo - step(lo));
+        }
+        for v in outside {
+            let value = if integer {
+                serde_json::json!(v as i64)
+            } else {
+                serde_json::json!(v)
+            };
+            let yaml = with_value(&path, value);
+            let e = EmulatorConfig::from_yaml_str(&yaml)
+                .expect_err(&format!("{yaml} should be refused"));
+            assert!(e.to_string().contains(field), "{yaml}: {e}");
+        }
+        let inside = if integer {
+            serde_json::json!(hi as i64)
+        } else {
+            serde_json::json!(hi)
+        };
+        if let Err(e) = EmulatorConfig::from_yaml_str(&with_value(&path, inside)) {
+            // Cross-field rules (kind fixed for rate_bps, a peak of slope x period) may refuse a
+            // value within bounds, but never for being out of range.
+            assert!(
+                !e.to_string().contains("outside the allowed range"),
+                "{path}={hi}: {e}"
+            );
+        }
+    }
+}

@@ -698,7 +698,8 @@ export interface components {
              *       "eten": {
              *         "burst": 100,
              *         "rate_limit_per_s": 1000
-             *       }
+             *       },
+             *       "ecn_ld_k": 2
              *     }
              */
             transport: components["schemas"]["Transport"];
@@ -1376,6 +1377,12 @@ export interface components {
              *     }
              */
             eten: components["schemas"]["EtenSender"];
+            /**
+             * Ecn Ld K
+             * @description sl_ecnld: a dupack loss is congestion when one of the last K ACKs carried ECE (seed 004: 'normally two previous marked packets is enough'), else wireless
+             * @default 2
+             */
+            ecn_ld_k: number;
         };
         /** ValidationError */
         ValidationError: {

@@ -3,7 +3,7 @@
 // one document. Bounds from the schema are checked as you type; the API's 422 lines are shown
 // under the field they name.
 import { useId, useState } from 'react';
-import { boundsText, checkValue, deref, labelOf, pathKey, unitOf, unwrap, variantFor, type JsonSchema } from '../lib/schema.ts';
+import { applies, boundsText, checkValue, deref, labelOf, pathKey, unitOf, unwrap, variantFor, type JsonSchema } from '../lib/schema.ts';
 import { getIn, type Path } from '../lib/yamlDoc.ts';
 
 export interface FormCtx {
@@ -56,7 +56,7 @@ export function ScalarField({
   const localErr = value === undefined ? undefined : checkValue(schema, value, nullable);
   const draftErr = draft !== null && draft.trim() !== '' && !Number.isFinite(Number(draft)) ? 'must be a number' : undefined;
   const msgs = [...(draftErr ? [draftErr] : localErr ? [localErr] : []), ...serverErrs];
-  const u = unit ?? unitOf(key);
+  const u = unit ?? unitOf(key, schema);
   const bounds = boundsText(schema);
   const desc = [help ?? schema.description, bounds ? `range ${bounds}` : undefined, schema.default !== undefined && schema.default !== null && typeof schema.default !== 'object' ? `default ${scalarText(schema.default)}` : undefined]
     .filter(Boolean)
@@ -166,12 +166,15 @@ function isScalarSchema(s: JsonSchema): boolean {
 /** The fields of an object schema (properties in schema order). */
 export function ObjectFields({ ctx, path, schema, skip = [] }: { ctx: FormCtx; path: Path; schema: JsonSchema; skip?: string[] }) {
   const props = Object.entries(schema.properties ?? {}).filter(([k]) => !skip.includes(k));
+  const value = getIn(ctx.data, path);
   return (
     <div className="fields">
       {props.map(([k, raw]) => {
         const { schema: s, nullable } = unwrap(ctx.root, raw);
         const p = [...path, k];
         if (s.const !== undefined) return null;
+        // A field of another kind (x-when: an attenuation file under `type: constant`) is hidden.
+        if (!applies(ctx.root, schema, s, value, getIn(ctx.data, p))) return null;
         if (isScalarSchema(s)) return <ScalarField key={k} ctx={ctx} path={p} schema={s} nullable={nullable} />;
         if (s.type === 'array' && s.items && !isScalarSchema(unwrap(ctx.root, s.items).schema) && !s.items.anyOf) {
           return <ArrayField key={k} ctx={ctx} path={p} schema={s} />;

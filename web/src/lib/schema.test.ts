@@ -59,4 +59,16 @@ describe('schema helpers', () => {
       '': ['line 3: mapping values are not allowed here', '(scenario): Field required'],
     });
   });
+
+  it("puts the emulator's check of the link under the link field it names", () => {
+    expect(
+      groupErrors([
+        'link: satlab-emulator: invalid configuration: forward.acm.modcod: required when acm.mode is ccm (a MODCOD id of the table)',
+        'link: satlab-emulator: invalid configuration: traces/x.txt:3: not a number',
+      ]),
+    ).toEqual({
+      'link.forward.acm.modcod': ['required when acm.mode is ccm (a MODCOD id of the table)'],
+      link: ['satlab-emulator: invalid configuration: traces/x.txt:3: not a number'],
+    });
+  });
 });

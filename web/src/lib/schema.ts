@@ -1,11 +1,13 @@
-// Helpers for the form driven by the scenario JSON Schema (GET /api/scenario-schema, pydantic's
-// output): $ref resolution, nullable unions, bounds, units from field names, and the API's 422
-// `field: reason` lines mapped onto form fields.
+// Helpers for the form driven by the scenario JSON Schema (GET /api/scenario-schema: pydantic's
+// output, with `link` the emulator's own schema from schemars, `satlab-emulator --print-schema`):
+// $ref resolution, nullable unions (pydantic's anyOf and schemars' `type: [X, "null"]`), enums
+// written as `oneOf` of consts, bounds, units (`x-unit`, else from field names), fields used only
+// under one kind (`x-when`), and the API's 422 `field: reason` lines mapped onto form fields.
 
 export interface JsonSchema {
   $ref?: string;
   $defs?: Record<string, JsonSchema>;
-  type?: string;
+  type?: string | string[];
   title?: string;
   description?: string;
   default?: unknown;
@@ -26,6 +28,12 @@ export interface JsonSchema {
   oneOf?: JsonSchema[];
   discriminator?: { propertyName: string; mapping?: Record<string, string> };
   examples?: unknown[];
+  /** Unit of a number (the link schema). */
+  'x-unit'?: string;
+  /** The field is used only when each named sibling has one of the listed values. */
+  'x-when'?: Record<string, unknown[]>;
+  /** Properties the testbed runner sets per run (the form leaves them out). */
+  'x-set-by-runner'?: string[];
 }
 
 export function deref(root: JsonSchema, s: JsonSchema): JsonSchema {
@@ -41,18 +49,58 @@ export function deref(root: JsonSchema, s: JsonSchema): JsonSchema {
   return cur;
 }
 
-/** `anyOf: [X, {type: null}]` -> X, nullable. */
+/** `oneOf` of `{const}` (schemars' enum with a description per value) -> `enum`. */
+function constsToEnum(s: JsonSchema): JsonSchema {
+  if (!s.oneOf?.length || !s.oneOf.every((v) => v.const !== undefined)) return s;
+  const out: JsonSchema = { ...s, enum: s.oneOf.map((v) => v.const) };
+  delete out.oneOf;
+  const types = [...new Set(s.oneOf.map((v) => v.type).filter((t) => typeof t === 'string'))];
+  const [only] = types;
+  if (types.length === 1 && only) out.type = only;
+  return out;
+}
+
+/** `anyOf: [X, {type: null}]` or `type: [X, "null"]` -> X, nullable; enums as `enum`. */
 export function unwrap(root: JsonSchema, s: JsonSchema): { schema: JsonSchema; nullable: boolean } {
   const d = deref(root, s);
+  if (Array.isArray(d.type)) {
+    const others = d.type.filter((t) => t !== 'null');
+    if (others.length === 1 && others[0]) return { schema: constsToEnum({ ...d, type: others[0] }), nullable: others.length < d.type.length };
+  }
   if (d.anyOf) {
     const others = d.anyOf.filter((x) => x.type !== 'null');
     if (others.length === 1 && others[0]) {
       const rest: JsonSchema = { ...d };
       delete rest.anyOf;
-      return { schema: { ...deref(root, others[0]), ...rest }, nullable: others.length < d.anyOf.length };
+      return { schema: constsToEnum({ ...deref(root, others[0]), ...rest }), nullable: others.length < d.anyOf.length };
     }
   }
-  return { schema: d, nullable: false };
+  return { schema: constsToEnum(d), nullable: false };
+}
+
+/** The schema of a property path below an object schema (through $ref and nullable unions). */
+export function schemaAt(root: JsonSchema, s: JsonSchema, path: readonly string[]): { schema: JsonSchema; nullable: boolean } | undefined {
+  let cur = unwrap(root, s);
+  for (const key of path) {
+    const next = cur.schema.properties?.[key];
+    if (!next) return undefined;
+    cur = unwrap(root, next);
+  }
+  return cur;
+}
+
+/** Whether a field with `x-when` applies, given its object's value and the object's schema (a
+ * sibling left out takes its default). A field that has a value is always shown, so that it can
+ * be seen and cleared. */
+export function applies(root: JsonSchema, objectSchema: JsonSchema, field: JsonSchema, objectValue: unknown, fieldValue: unknown): boolean {
+  const when = field['x-when'];
+  if (!when || fieldValue !== undefined) return true;
+  const obj = objectValue && typeof objectValue === 'object' ? (objectValue as Record<string, unknown>) : {};
+  return Object.entries(when).every(([sibling, allowed]) => {
+    const sib = objectSchema.properties?.[sibling];
+    const v = obj[sibling] ?? (sib ? unwrap(root, sib).schema.default : undefined);
+    return allowed.includes(v);
+  });
 }
 
 /** The variant of a discriminated union that matches an item (by its discriminator value). */
@@ -79,8 +127,9 @@ const UNITS: readonly [RegExp, string][] = [
   [/_ticks$/, 'ticks'],
 ];
 
-export function unitOf(key: string): string | undefined {
-  return UNITS.find(([re]) => re.test(key))?.[1];
+/** The unit of a field: the schema's `x-unit`, else from its name's suffix. */
+export function unitOf(key: string, s?: JsonSchema): string | undefined {
+  return s?.['x-unit'] ?? UNITS.find(([re]) => re.test(key))?.[1];
 }
 
 /** "sample_period_ms" -> "Sample period". */
@@ -131,6 +180,12 @@ export function groupErrors(lines: readonly string[]): Record<string, string[]> 
         .filter((p) => !TAGS.has(p))
         .join('.');
       reason = m[2].replace(/^Value error, /, '');
+      // The emulator's own check of the link (`--check` on save) names a field of the link.
+      const emu = key === 'link' ? /^(?:satlab-emulator: )?invalid configuration: ([a-z_][\w.]*): (.*)$/s.exec(reason) : null;
+      if (emu?.[1] && emu[2] !== undefined) {
+        key = `link.${emu[1]}`;
+        reason = emu[2];
+      }
     }
     (out[key] ??= []).push(reason);
   }

@@ -12,9 +12,9 @@ import { SubmitPanel } from '../components/SubmitPanel.tsx';
 import { TracePanel } from '../components/TracePanel.tsx';
 import { fmtWhen } from '../lib/format.ts';
 import { navigate, useRoute } from '../lib/router.ts';
-import { groupErrors, type JsonSchema } from '../lib/schema.ts';
+import { groupErrors, schemaAt, type JsonSchema } from '../lib/schema.ts';
 import { useAsync } from '../lib/useAsync.ts';
-import { configurationToAdd } from '../lib/schemes.ts';
+import { configurationToAdd, describeHostSettings, planHostSettings, type HostSettingConflict } from '../lib/schemes.ts';
 import { appendInText, getIn, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
 import quickstartFade from '../templates/quickstart-fade.txt?raw';
 import quickstart from '../templates/quickstart.yaml?raw';
@@ -41,6 +41,12 @@ const TEMPLATES: Record<string, { yaml: string; files: Record<string, string> }>
   blank: { yaml: BLANK, files: {} },
 };
 
+/** The scenario schema's defaults of hosts.settings (what an unwritten setting is). */
+function hostSettingDefaults(root: JsonSchema | undefined): Record<string, unknown> {
+  const settings = root ? schemaAt(root, root, ['hosts', 'settings'])?.schema : undefined;
+  return Object.fromEntries(Object.entries(settings?.properties ?? {}).map(([k, v]) => [k, root ? schemaAt(root, v, [])?.schema.default : undefined]));
+}
+
 export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
   const { who } = useAuth();
   const { query } = useRoute();
@@ -57,6 +63,8 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
   const [tab, setTab] = useState<'form' | 'yaml'>('form');
   const [serverErrors, setServerErrors] = useState<string[]>([]);
   const [message, setMessage] = useState<string>();
+  // Host settings a scheme added from the catalogue needs but the scenario sets otherwise.
+  const [conflicts, setConflicts] = useState<{ scheme: string; items: HostSettingConflict[] }>();
   const [busy, setBusy] = useState(false);
 
   const latest = scenario.data?.latest?.number;
@@ -219,6 +227,22 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
         ) : null}
       </div>
       {message ? <p className="notice" role="status">{message}</p> : null}
+      {conflicts && !readOnly ? (
+        <p className="notice" data-testid="host-settings-conflict">
+          “{conflicts.scheme}” needs {conflicts.items.map((c) => `hosts.settings.${c.key}: ${JSON.stringify(c.wanted)}`).join(', ')}; this scenario keeps its own value.{' '}
+          <button
+            type="button"
+            className="btn btn--small"
+            onClick={() => {
+              edit((t) => conflicts.items.reduce((out, c) => setInText(out, ['hosts', 'settings', c.key], c.wanted), t));
+              setMessage(`Set ${conflicts.items.map((c) => `hosts.settings.${c.key}: ${JSON.stringify(c.wanted)}`).join(', ')} as “${conflicts.scheme}” needs.`);
+              setConflicts(undefined);
+            }}
+          >
+            Use the scheme’s values
+          </button>
+        </p>
+      ) : null}
       {unplaced.length || (tab === 'yaml' && placedElsewhere.length) ? (
         <ErrorBox error={[...unplaced, ...(tab === 'yaml' ? placedElsewhere : [])].join('\n')} title="Problems" />
       ) : null}
@@ -260,8 +284,20 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
         <SchemePicker
           scenario={parsed.data}
           onAdd={(scheme) => {
-            edit((t) => appendInText(t, ['configurations'], configurationToAdd(scheme.configuration, parseYaml(t).data)));
-            setMessage(`Added configuration from “${scheme.label}”. ${isNew ? 'Create the scenario' : 'Save as a new revision'} to submit with it.`);
+            const plan = planHostSettings(scheme.host_settings, parsed.data, hostSettingDefaults(schema.data));
+            edit((t) => {
+              let out = appendInText(t, ['configurations'], configurationToAdd(scheme.configuration, parseYaml(t).data));
+              for (const c of plan.changes) out = setInText(out, ['hosts', 'settings', c.key], c.to);
+              return out;
+            });
+            setConflicts(plan.conflicts.length ? { scheme: scheme.label, items: plan.conflicts } : undefined);
+            setMessage(
+              [
+                `Added configuration from “${scheme.label}”.`,
+                ...describeHostSettings(plan, scheme.label),
+                `${isNew ? 'Create the scenario' : 'Save as a new revision'} to submit with it.`,
+              ].join(' '),
+            );
           }}
         />
       ) : null}

@@ -1,0 +1,89 @@
+// The link form drawn from the emulator's real schema (api/satlab/link_schema.json), editing a
+// YAML text the way the editor does.
+import { render, screen, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { useState } from 'react';
+import { describe, expect, it } from 'vitest';
+import linkSchemaText from '../../../api/satlab/link_schema.json?raw';
+import type { JsonSchema } from '../lib/schema.ts';
+import { appendInText, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
+import { LinkFields } from './LinkFields.tsx';
+import type { FormCtx } from './SchemaForm.tsx';
+
+const link = JSON.parse(linkSchemaText) as JsonSchema;
+const root: JsonSchema = { $defs: link.$defs ?? {}, properties: { link: { ...link, 'x-set-by-runner': ['seed', 'ports', 'control', 'telemetry'] } } };
+const START = 'name: t\nlink:\n  forward: {delay_ms: 260}   # GEO\n';
+const yaml = () => screen.getByTestId('yaml').textContent;
+
+function Editor() {
+  const [t, setT] = useState(START);
+  const ctx: FormCtx = {
+    root,
+    data: parseYaml(t).data,
+    errors: {},
+    readOnly: false,
+    set: (p, v) => {
+      setT((old) => setInText(old, p, v));
+    },
+    append: (p, v) => {
+      setT((old) => appendInText(old, p, v));
+    },
+    remove: (p) => {
+      setT((old) => removeInText(old, p));
+    },
+  };
+  return (
+    <>
+      <LinkFields ctx={ctx} />
+      <pre data-testid="yaml">{t}</pre>
+    </>
+  );
+}
+
+const group = (name: string, within_: HTMLElement = document.body) => within(within_).getByRole('group', { name });
+
+describe('LinkFields', () => {
+  it('shows the main fields with the bounds and units of the emulator schema', () => {
+    render(<Editor />);
+    const margin = screen.getByLabelText('ACM margin (dB)');
+    expect(margin).toHaveAccessibleDescription(/range ≥ 0, ≤ 20 · default 0/);
+    expect(screen.getAllByLabelText('One-way delay (ms)')[0]).toHaveValue('260');
+    // runner-set sections are not offered, and the rest waits behind "All link settings"
+    expect(screen.queryByLabelText('Hysteresis (dB)')).toBeNull();
+  });
+
+  it('offers every field, checks bounds as you type and keeps the YAML', async () => {
+    render(<Editor />);
+    await userEvent.click(screen.getByText(/^All link settings/));
+    expect(screen.queryByRole('group', { name: 'Ports' })).toBeNull();
+    const fwd = group('Forward');
+    const acm = group('Acm', fwd);
+    const hyst = within(acm).getByLabelText('Hysteresis (dB)');
+    await userEvent.type(hyst, '12');
+    expect(within(acm).getByRole('alert')).toHaveTextContent('must be ≤ 10');
+    expect(yaml()).toContain('forward: {delay_ms: 260, acm: {hysteresis_db: 12}}');
+    expect(yaml()).toContain('# GEO');
+    await userEvent.clear(hyst);
+    await userEvent.type(hyst, '0.5');
+    expect(within(acm).queryByRole('alert')).toBeNull();
+    // reordering, sky noise, geometry: beyond the old main fields
+    expect(within(group('Reorder', fwd)).getByLabelText('Jitter (ms)')).toHaveAccessibleDescription(/≤ 10000/);
+    expect(screen.getByRole('button', { name: 'Add geometry' })).toBeInTheDocument();
+  });
+
+  it('shows the fields of the chosen attenuation source and bit-error model', async () => {
+    render(<Editor />);
+    await userEvent.click(screen.getByText(/^All link settings/));
+    const att = group('Attenuation', group('Downlink', group('Forward')));
+    expect(within(att).getByLabelText('Value (dB)')).toBeInTheDocument();
+    expect(within(att).queryByLabelText('File')).toBeNull();
+    await userEvent.selectOptions(within(att).getByLabelText('Type'), 'triangular');
+    expect(within(att).getByLabelText('Period (ticks)')).toBeInTheDocument();
+    expect(within(att).getByLabelText('Slope db per tick (dB/tick)')).toBeInTheDocument();
+    expect(within(att).queryByLabelText('Value (dB)')).toBeNull();
+    const be = group('Bit errors', group('Forward'));
+    expect(within(be).queryByLabelText('Mean bad (bits)')).toBeNull();
+    await userEvent.selectOptions(within(be).getByLabelText('Model'), 'gilbert_elliott');
+    expect(within(be).getByLabelText('Mean bad (bits)')).toHaveAccessibleDescription(/range ≥ 1, ≤ 1000000000000000/);
+  });
+});
