@@ -298,6 +298,17 @@ const RX_RING_MB_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
 /// allocated while such frames wait): 8 MiB, about 120 64-KiB super-packets.
 const COPY_RCVBUF: libc::c_int = 8 << 20;
 
+// Blocks hold whole frames (frame i is at i * RING_FRAME_SIZE) and are whole pages; a 1500-MTU
+// frame with an inline VLAN tag fits a ring frame (tp_mac of a V2 frame with a virtio header:
+// align16(52 + 16) + 10 - 14 = 76); the kernel structures have their C sizes.
+const _: () = {
+    assert!(
+        RING_BLOCK_SIZE.is_multiple_of(RING_FRAME_SIZE) && RING_BLOCK_SIZE.is_multiple_of(4096)
+    );
+    assert!(76 + 1514 + 4 <= RING_FRAME_SIZE);
+    assert!(std::mem::size_of::<Tpacket2Hdr>() == 32 && std::mem::size_of::<TpacketReq>() == 16);
+};
+
 const PACKET_RX_RING: libc::c_int = 5;
 const PACKET_COPY_THRESH: libc::c_int = 7;
 const PACKET_VERSION: libc::c_int = 10;
@@ -331,9 +342,15 @@ struct Tpacket2Hdr {
     tp_padding: [u8; 4],
 }
 
-/// The ring size asked for with `SATLAB_RX_RING_MB` (MiB per af_packet rx socket).
+/// The ring size asked for with `SATLAB_RX_RING_MB` (MiB per af_packet rx socket), in bytes.
 fn rx_ring_bytes() -> io::Result<usize> {
-    let Ok(v) = std::env::var("SATLAB_RX_RING_MB") else {
+    parse_rx_ring_mb(std::env::var("SATLAB_RX_RING_MB").ok().as_deref())
+}
+
+/// `SATLAB_RX_RING_MB`'s value (unset: the default) in bytes; outside the range is an error
+/// naming the variable and the limits.
+fn parse_rx_ring_mb(v: Option<&str>) -> io::Result<usize> {
+    let Some(v) = v else {
         return Ok(RX_RING_MB_DEFAULT << 20);
     };
     match v.trim().parse::<usize>() {
@@ -868,6 +885,24 @@ impl TxPort {
         match self {
             TxPort::Packet(p) => p.send_batch(frames),
             TxPort::Tap(t) => t.send_batch(frames),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_ring_size_defaults_and_rejects_values_outside_its_range() {
+        assert_eq!(parse_rx_ring_mb(None).unwrap(), 32 << 20);
+        assert_eq!(parse_rx_ring_mb(Some("8")).unwrap(), 8 << 20);
+        for bad in ["0", "1025", "-1", "2.5", "lots", ""] {
+            let e = parse_rx_ring_mb(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with("SATLAB_RX_RING_MB:") && e.contains("[1, 1024]"),
+                "{bad}: {e}"
+            );
         }
     }
 }
