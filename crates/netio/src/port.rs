@@ -847,6 +847,8 @@ impl TapTx {
 
 impl RxPort {
     /// Reads up to [`BATCH`] frames without blocking; returns how many (0 = nothing waiting).
+    /// The previous batch is gone after this call (an af_packet port gives its ring frames back
+    /// to the kernel here), so copy what is needed out of [`RxPort::frame`] before calling again.
     pub fn recv_batch(&mut self) -> io::Result<usize> {
         match self {
             RxPort::Packet(p) => p.recv_batch(),
