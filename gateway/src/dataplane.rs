@@ -1,6 +1,6 @@
 //! The two forwarding threads.
 //!
-//! - **egress** (inside -> outside, toward the satellite): read batches (recvmmsg), complete partial
+//! - **egress** (inside -> outside, toward the satellite): read batches (receive ring), complete partial
 //!   checksums and cut GSO super-packets, then per packet: IP-ERN (count, lower H_feedback), CETEN
 //!   (multiply forward congestion survival, reflect reverse fields), AQM admission (drop-tail / RED /
 //!   RED+ECN) into the egress queue; ETEN notices join the same queue. The queue drains at the

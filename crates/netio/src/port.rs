@@ -3,7 +3,8 @@
 //! - `af_packet`: a network interface (veth end, physical NIC) opened with two AF_PACKET sockets:
 //!   an rx socket (`ETH_P_ALL`, promiscuous, `PACKET_IGNORE_OUTGOING` so our own transmissions are
 //!   never read back, `PACKET_VNET_HDR` so GSO super-packets and partial checksums are described,
-//!   `PACKET_AUXDATA` so stripped VLAN tags can be put back), read with `recvmmsg` in batches; and
+//!   `PACKET_AUXDATA` so stripped VLAN tags can be put back), read through a `PACKET_RX_RING`
+//!   (TPACKET_V2, see [`PacketRx`]) in batches; and
 //!   a tx socket (protocol 0, so it receives nothing, `PACKET_QDISC_BYPASS`) written with `sendmmsg`.
 //! - `tap`: a TAP device (`IFF_TAP | IFF_NO_PI | IFF_VNET_HDR`, TSO/USO/checksum offload enabled so
 //!   the host hands over super-packets, which we segment), read and written with one call per frame.
@@ -16,10 +17,11 @@ use packet::ethernet::VlanTag;
 use packet::offload::{VirtioNetHdr, VNET_HDR_LEN};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Largest frame we accept: a 64 KiB GSO super-packet plus headers.
 pub const MAX_FRAME: usize = 65536 + 256;
-/// Frames per recvmmsg/sendmmsg call.
+/// Frames per receive batch and per sendmmsg call.
 pub const BATCH: usize = 32;
 
 const SOL_PACKET: libc::c_int = 263;
@@ -117,14 +119,9 @@ pub struct RxFrame<'a> {
     pub rx_realtime_ns: Option<u64>,
 }
 
-struct Slot {
-    buf: Box<[u8]>,
-    ctrl: [u64; 16],
-}
-
 /// The receiving half of a port.
 pub enum RxPort {
-    /// AF_PACKET socket read with recvmmsg.
+    /// AF_PACKET socket read through its `PACKET_RX_RING`.
     Packet(PacketRx),
     /// TAP device.
     Tap(TapRx),
@@ -137,19 +134,6 @@ pub enum TxPort {
     /// TAP device.
     Tap(TapTx),
 }
-
-/// recvmmsg state for one AF_PACKET rx socket.
-pub struct PacketRx {
-    fd: OwnedFd,
-    slots: Vec<Slot>,
-    iovs: Vec<libc::iovec>,
-    msgs: Vec<libc::mmsghdr>,
-    /// Frames dropped because they did not fit a slot.
-    pub truncated: u64,
-}
-
-// SAFETY: the raw pointers in iovs/msgs point into `slots`, owned by the same struct and moved with it.
-unsafe impl Send for PacketRx {}
 
 /// sendmmsg state for one AF_PACKET tx socket.
 pub struct PacketTx {
@@ -188,7 +172,13 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
             e,
         ));
     }
-    set_buf(r, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 32 << 20);
+    // Frames too big for a ring frame are queued whole on the socket (PACKET_COPY_THRESH).
+    set_buf(r, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, COPY_RCVBUF);
+    setsockopt_int(r, SOL_PACKET, PACKET_COPY_THRESH, 1)
+        .map_err(|e| annotate(ifname, "PACKET_COPY_THRESH", e))?;
+    // The ring exists before bind, so no frame is ever queued outside it.
+    let ring = Ring::new(r, rx_ring_bytes()?)
+        .map_err(|e| annotate(ifname, "PACKET_RX_RING (TPACKET_V2)", e))?;
     bind_packet(r, ifindex, ETH_P_ALL).map_err(|e| annotate(ifname, "bind", e))?;
     // SAFETY: packet_mreq zeroed and filled.
     unsafe {
@@ -222,143 +212,13 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     bind_packet(t, ifindex, 0).map_err(|e| annotate(ifname, "bind tx", e))?;
 
     Ok((
-        RxPort::Packet(PacketRx::new(rx)),
+        RxPort::Packet(PacketRx::new(rx, ring)),
         TxPort::Packet(PacketTx::new(tx)),
     ))
 }
 
 fn annotate(ifname: &str, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("port {ifname}: {what}: {e}"))
-}
-
-impl PacketRx {
-    fn new(fd: OwnedFd) -> PacketRx {
-        let mut slots: Vec<Slot> = (0..BATCH)
-            .map(|_| Slot {
-                buf: vec![0u8; MAX_FRAME + VNET_HDR_LEN].into_boxed_slice(),
-                ctrl: [0; 16],
-            })
-            .collect();
-        let mut iovs: Vec<libc::iovec> = slots
-            .iter_mut()
-            .map(|s| libc::iovec {
-                iov_base: s.buf.as_mut_ptr().cast(),
-                iov_len: s.buf.len(),
-            })
-            .collect();
-        let msgs = (0..BATCH)
-            .map(|i| {
-                // SAFETY: zeroed msghdr is valid; pointers set below.
-                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                h.msg_hdr.msg_iov = &mut iovs[i];
-                h.msg_hdr.msg_iovlen = 1;
-                h.msg_hdr.msg_control = slots[i].ctrl.as_mut_ptr().cast();
-                h.msg_hdr.msg_controllen = std::mem::size_of_val(&slots[i].ctrl);
-                h
-            })
-            .collect();
-        PacketRx {
-            fd,
-            slots,
-            iovs,
-            msgs,
-            truncated: 0,
-        }
-    }
-
-    fn recv_batch(&mut self) -> io::Result<usize> {
-        for (i, m) in self.msgs.iter_mut().enumerate() {
-            m.msg_hdr.msg_iov = &mut self.iovs[i];
-            m.msg_hdr.msg_controllen = std::mem::size_of_val(&self.slots[i].ctrl);
-            m.msg_hdr.msg_flags = 0;
-            m.msg_len = 0;
-        }
-        // SAFETY: msgs/iovs/slots are valid for BATCH entries.
-        let n = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                self.msgs.as_mut_ptr(),
-                BATCH as u32,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
-                _ => Err(e),
-            };
-        }
-        Ok(n as usize)
-    }
-
-    fn frame(&mut self, i: usize) -> Option<RxFrame<'_>> {
-        let m = &self.msgs[i];
-        let len = m.msg_len as usize;
-        if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len < VNET_HDR_LEN + 14 {
-            if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
-                self.truncated += 1;
-            }
-            return None;
-        }
-        let mut vlan = None;
-        let mut rx_realtime_ns = None;
-        // SAFETY: walking the control messages the kernel wrote into this slot's buffer.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
-            while !c.is_null() {
-                if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
-                    let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    if aux.tp_status & TP_STATUS_VLAN_VALID != 0 {
-                        let tpid = if aux.tp_status & TP_STATUS_VLAN_TPID_VALID != 0 {
-                            aux.tp_vlan_tpid
-                        } else {
-                            0x8100
-                        };
-                        vlan = Some(VlanTag::from_tci(tpid, aux.tp_vlan_tci));
-                    }
-                } else if (*c).cmsg_level == libc::SOL_SOCKET
-                    && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                {
-                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    rx_realtime_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-                }
-                c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
-            }
-        }
-        let buf = &mut self.slots[i].buf[..len];
-        let vnet = VirtioNetHdr::parse(buf).ok()?;
-        Some(RxFrame {
-            data: &mut buf[VNET_HDR_LEN..],
-            vnet,
-            vlan,
-            rx_realtime_ns,
-        })
-    }
-}
-
-impl PacketRx {
-    /// Frames the kernel dropped because the socket buffer was full, since the last call.
-    fn take_kernel_drops(&self) -> u64 {
-        let mut st = [0u32; 2];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: tpacket_stats is two u32 (tp_packets, tp_drops); reading resets them.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                st.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        if r == 0 {
-            u64::from(st[1])
-        } else {
-            0
-        }
-    }
 }
 
 impl PacketTx {
@@ -416,6 +276,423 @@ impl PacketTx {
         }
         (sent, failed)
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// AF_PACKET receive ring
+
+/// Bytes per ring frame. A frame's data starts at `tp_mac` (76 with the V2 header, the sockaddr_ll
+/// and the 10-byte virtio header in front of it), so a ring frame holds up to 1972 bytes of frame:
+/// every 1500-MTU frame, tagged or not. Larger frames (GSO super-packets, jumbo frames) do not fit;
+/// with `PACKET_COPY_THRESH` the kernel then also queues the whole frame on the socket and flags the
+/// ring frame `TP_STATUS_COPY`, and we read that copy with `recvmsg` (see [`PacketRx::recv_batch`]).
+const RING_FRAME_SIZE: usize = 2048;
+/// Bytes per ring block (kernel allocation unit; a multiple of the page and frame sizes).
+const RING_BLOCK_SIZE: usize = 1 << 20;
+/// Default ring size per rx socket, MiB (`SATLAB_RX_RING_MB`): 16384 frames, 65 ms of 1500-byte
+/// frames at 3 Gbit/s, for the data plane's scheduling hiccups on a loaded machine.
+const RX_RING_MB_DEFAULT: usize = 32;
+/// Accepted range of `SATLAB_RX_RING_MB`.
+const RX_RING_MB_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
+/// Receive buffer for the frames too big for a ring frame (queued whole on the socket; only
+/// allocated while such frames wait): 8 MiB, about 120 64-KiB super-packets.
+const COPY_RCVBUF: libc::c_int = 8 << 20;
+
+// Blocks hold whole frames (frame i is at i * RING_FRAME_SIZE) and are whole pages; a 1500-MTU
+// frame with an inline VLAN tag fits a ring frame (tp_mac of a V2 frame with a virtio header:
+// align16(52 + 16) + 10 - 14 = 76); the kernel structures have their C sizes.
+const _: () = {
+    assert!(
+        RING_BLOCK_SIZE.is_multiple_of(RING_FRAME_SIZE) && RING_BLOCK_SIZE.is_multiple_of(4096)
+    );
+    assert!(76 + 1514 + 4 <= RING_FRAME_SIZE);
+    assert!(std::mem::size_of::<Tpacket2Hdr>() == 32 && std::mem::size_of::<TpacketReq>() == 16);
+};
+
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_COPY_THRESH: libc::c_int = 7;
+const PACKET_VERSION: libc::c_int = 10;
+const TPACKET_V2: libc::c_int = 1;
+const TP_STATUS_KERNEL: u32 = 0;
+const TP_STATUS_USER: u32 = 1 << 0;
+const TP_STATUS_COPY: u32 = 1 << 1;
+
+/// `struct tpacket_req`.
+#[repr(C)]
+struct TpacketReq {
+    tp_block_size: u32,
+    tp_block_nr: u32,
+    tp_frame_size: u32,
+    tp_frame_nr: u32,
+}
+
+/// `struct tpacket2_hdr`, at the start of every ring frame.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Tpacket2Hdr {
+    tp_status: u32,
+    tp_len: u32,
+    tp_snaplen: u32,
+    tp_mac: u16,
+    tp_net: u16,
+    tp_sec: u32,
+    tp_nsec: u32,
+    tp_vlan_tci: u16,
+    tp_vlan_tpid: u16,
+    tp_padding: [u8; 4],
+}
+
+/// The ring size asked for with `SATLAB_RX_RING_MB` (MiB per af_packet rx socket), in bytes.
+fn rx_ring_bytes() -> io::Result<usize> {
+    parse_rx_ring_mb(std::env::var("SATLAB_RX_RING_MB").ok().as_deref())
+}
+
+/// `SATLAB_RX_RING_MB`'s value (unset: the default) in bytes; outside the range is an error
+/// naming the variable and the limits.
+fn parse_rx_ring_mb(v: Option<&str>) -> io::Result<usize> {
+    let Some(v) = v else {
+        return Ok(RX_RING_MB_DEFAULT << 20);
+    };
+    match v.trim().parse::<usize>() {
+        Ok(mb) if RX_RING_MB_RANGE.contains(&mb) => Ok(mb << 20),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "SATLAB_RX_RING_MB: {v:?} is not a whole number of MiB in [{}, {}]",
+                RX_RING_MB_RANGE.start(),
+                RX_RING_MB_RANGE.end()
+            ),
+        )),
+    }
+}
+
+/// The mmap'd `PACKET_RX_RING` of one socket: `frames` frames of [`RING_FRAME_SIZE`] bytes.
+struct Ring {
+    base: *mut u8,
+    bytes: usize,
+    frames: usize,
+}
+
+impl Ring {
+    /// Sets up a TPACKET_V2 ring of `bytes` on `fd` (before bind, after `PACKET_VNET_HDR`) and maps it.
+    fn new(fd: RawFd, bytes: usize) -> io::Result<Ring> {
+        setsockopt_int(fd, SOL_PACKET, PACKET_VERSION, TPACKET_V2)?;
+        let blocks = bytes.div_ceil(RING_BLOCK_SIZE);
+        let frames = blocks * (RING_BLOCK_SIZE / RING_FRAME_SIZE);
+        let req = TpacketReq {
+            tp_block_size: RING_BLOCK_SIZE as u32,
+            tp_block_nr: blocks as u32,
+            tp_frame_size: RING_FRAME_SIZE as u32,
+            tp_frame_nr: frames as u32,
+        };
+        // SAFETY: pointer to a tpacket_req of the given size.
+        cvt(unsafe {
+            libc::setsockopt(
+                fd,
+                SOL_PACKET,
+                PACKET_RX_RING,
+                (&req as *const TpacketReq).cast(),
+                std::mem::size_of::<TpacketReq>() as u32,
+            )
+        })?;
+        let bytes = blocks * RING_BLOCK_SIZE;
+        // SAFETY: mapping the ring the kernel just allocated for this socket; unmapped in Drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Ring {
+            base: base.cast(),
+            bytes,
+            frames,
+        })
+    }
+
+    fn frame_ptr(&self, idx: usize) -> *mut u8 {
+        debug_assert!(idx < self.frames);
+        // SAFETY: idx < frames, and frames * RING_FRAME_SIZE == bytes (blocks hold whole frames).
+        unsafe { self.base.add(idx * RING_FRAME_SIZE) }
+    }
+
+    /// The status word of frame `idx`, shared with the kernel.
+    fn status(&self, idx: usize) -> &AtomicU32 {
+        // SAFETY: tp_status is the first, 4-byte aligned field of the frame header; the kernel
+        // writes it after the frame's data (smp_wmb), we read it with Acquire before the data.
+        unsafe { AtomicU32::from_ptr(self.frame_ptr(idx).cast()) }
+    }
+
+    fn header(&self, idx: usize) -> Tpacket2Hdr {
+        // SAFETY: the header of a frame the kernel handed to us (TP_STATUS_USER seen).
+        unsafe { std::ptr::read_volatile(self.frame_ptr(idx).cast()) }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in Ring::new.
+        unsafe { libc::munmap(self.base.cast(), self.bytes) };
+    }
+}
+
+/// A frame too big for the ring, read from the socket queue with `recvmsg`.
+struct CopySlot {
+    buf: Box<[u8]>,
+    ctrl: [u64; 16],
+    /// Bytes read (virtio header included); `None` when the copy was missing or truncated.
+    len: Option<usize>,
+    vlan: Option<VlanTag>,
+    rx_realtime_ns: Option<u64>,
+}
+
+/// One AF_PACKET rx socket with its receive ring.
+pub struct PacketRx {
+    fd: OwnedFd,
+    ring: Ring,
+    /// Ring index of the first frame of the current batch.
+    batch_start: usize,
+    /// Frames in the current batch, still owned by us (given back at the next `recv_batch`).
+    held: usize,
+    /// Per batch position: the `recvmsg` copy of a `TP_STATUS_COPY` frame.
+    copies: Vec<CopySlot>,
+    /// Frames dropped because they did not fit (neither a ring frame nor a queued copy).
+    pub truncated: u64,
+}
+
+// SAFETY: the ring mapping and the copy slots are owned by this struct and move with it.
+unsafe impl Send for PacketRx {}
+
+impl PacketRx {
+    fn new(fd: OwnedFd, ring: Ring) -> PacketRx {
+        let copies = (0..BATCH)
+            .map(|_| CopySlot {
+                // Zeroed allocation: pages are only touched when a big frame arrives.
+                buf: vec![0u8; MAX_FRAME + VNET_HDR_LEN].into_boxed_slice(),
+                ctrl: [0; 16],
+                len: None,
+                vlan: None,
+                rx_realtime_ns: None,
+            })
+            .collect();
+        PacketRx {
+            fd,
+            ring,
+            batch_start: 0,
+            held: 0,
+            copies,
+            truncated: 0,
+        }
+    }
+
+    /// Gives the previous batch back to the kernel and takes the frames waiting in the ring now
+    /// (up to [`BATCH`]); the whole-frame copies of frames too big for the ring are read here, in
+    /// ring order, which is the order the kernel queued them in.
+    fn recv_batch(&mut self) -> io::Result<usize> {
+        let frames = self.ring.frames;
+        for k in 0..self.held {
+            // Release: our reads of the frame are done before the kernel may overwrite it.
+            self.ring
+                .status((self.batch_start + k) % frames)
+                .store(TP_STATUS_KERNEL, Ordering::Release);
+        }
+        self.batch_start = (self.batch_start + self.held) % frames;
+        self.held = 0;
+        let mut n = 0;
+        while n < BATCH {
+            let idx = (self.batch_start + n) % frames;
+            let st = self.ring.status(idx).load(Ordering::Acquire);
+            if st & TP_STATUS_USER == 0 {
+                break;
+            }
+            if st & TP_STATUS_COPY != 0 {
+                self.read_copy(n);
+            }
+            n += 1;
+        }
+        self.held = n;
+        if n == 0 {
+            // Nothing in the ring: report a pending socket error (interface down or deleted) as a
+            // read would, so the data plane pauses instead of polling a dead fd (epoll keeps
+            // signalling EPOLLERR until the error is read).
+            let mut err: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: reading an int socket option into an int.
+            cvt(unsafe {
+                libc::getsockopt(
+                    self.fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_ERROR,
+                    (&mut err as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            })?;
+            if err != 0 {
+                return Err(io::Error::from_raw_os_error(err));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Reads the queued whole copy of the `TP_STATUS_COPY` frame at batch position `n`.
+    fn read_copy(&mut self, n: usize) {
+        let fd = self.fd.as_raw_fd();
+        let slot = &mut self.copies[n];
+        slot.len = None;
+        slot.vlan = None;
+        slot.rx_realtime_ns = None;
+        let mut iov = libc::iovec {
+            iov_base: slot.buf.as_mut_ptr().cast(),
+            iov_len: slot.buf.len(),
+        };
+        // SAFETY: zeroed msghdr is valid; pointers set to the slot's buffers.
+        let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        h.msg_control = slot.ctrl.as_mut_ptr().cast();
+        // A pending socket error is returned before the queued frame: retry once after it.
+        for _ in 0..2 {
+            h.msg_controllen = std::mem::size_of_val(&slot.ctrl);
+            h.msg_flags = 0;
+            // SAFETY: h points at live buffers of the given sizes.
+            let r = unsafe { libc::recvmsg(fd, &mut h, libc::MSG_DONTWAIT) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EAGAIN) {
+                    break;
+                }
+                continue;
+            }
+            if h.msg_flags & libc::MSG_TRUNC != 0 {
+                break;
+            }
+            let (vlan, ts) = parse_cmsgs(&h);
+            slot.len = Some(r as usize);
+            slot.vlan = vlan;
+            slot.rx_realtime_ns = ts;
+            break;
+        }
+    }
+
+    fn frame(&mut self, i: usize) -> Option<RxFrame<'_>> {
+        if i >= self.held {
+            return None;
+        }
+        let idx = (self.batch_start + i) % self.ring.frames;
+        let h = self.ring.header(idx);
+        if h.tp_status & TP_STATUS_COPY != 0 {
+            let slot = &mut self.copies[i];
+            let Some(len) = slot.len else {
+                self.truncated += 1;
+                return None;
+            };
+            if len < VNET_HDR_LEN + 14 {
+                return None;
+            }
+            let buf = &mut slot.buf[..len];
+            let vnet = VirtioNetHdr::parse(buf).ok()?;
+            return Some(RxFrame {
+                data: &mut buf[VNET_HDR_LEN..],
+                vnet,
+                vlan: slot.vlan,
+                rx_realtime_ns: slot.rx_realtime_ns,
+            });
+        }
+        let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
+        if snap < h.tp_len as usize {
+            // Did not fit and no whole copy could be queued (receive buffer full).
+            self.truncated += 1;
+            return None;
+        }
+        if snap < 14
+            || mac < VNET_HDR_LEN + std::mem::size_of::<Tpacket2Hdr>()
+            || mac + snap > RING_FRAME_SIZE
+        {
+            return None;
+        }
+        // SAFETY: bytes [mac - 10, mac + snap) of a frame we own until the next recv_batch,
+        // checked to lie inside the frame; borrowed mutably through &mut self.
+        let buf = unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ring.frame_ptr(idx).add(mac - VNET_HDR_LEN),
+                VNET_HDR_LEN + snap,
+            )
+        };
+        let vnet = VirtioNetHdr::parse(buf).ok()?;
+        let vlan = vlan_of(h.tp_status, h.tp_vlan_tci, h.tp_vlan_tpid);
+        // The kernel always stamps ring frames (the skb's software timestamp when it has one, as
+        // SO_TIMESTAMPNS on the socket makes sure, otherwise the time of the copy), CLOCK_REALTIME.
+        let rx_realtime_ns = Some(u64::from(h.tp_sec) * 1_000_000_000 + u64::from(h.tp_nsec));
+        Some(RxFrame {
+            data: &mut buf[VNET_HDR_LEN..],
+            vnet,
+            vlan,
+            rx_realtime_ns,
+        })
+    }
+
+    /// Frames the kernel dropped because the ring (or, for whole copies, the receive buffer) was
+    /// full, since the last call.
+    fn take_kernel_drops(&self) -> u64 {
+        let mut st = [0u32; 2];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: tpacket_stats is two u32 (tp_packets, tp_drops); reading resets them.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            u64::from(st[1])
+        } else {
+            0
+        }
+    }
+}
+
+/// A VLAN tag the kernel moved into metadata (`tp_status` flags, TCI and TPID).
+fn vlan_of(status: u32, tci: u16, tpid: u16) -> Option<VlanTag> {
+    if status & TP_STATUS_VLAN_VALID == 0 {
+        return None;
+    }
+    let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 {
+        tpid
+    } else {
+        0x8100
+    };
+    Some(VlanTag::from_tci(tpid, tci))
+}
+
+/// The VLAN tag (`PACKET_AUXDATA`) and kernel receive time (`SCM_TIMESTAMPNS`) of a `recvmsg`.
+fn parse_cmsgs(h: &libc::msghdr) -> (Option<VlanTag>, Option<u64>) {
+    let (mut vlan, mut ts_ns) = (None, None);
+    // SAFETY: walking the control messages the kernel wrote into h's control buffer.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                let aux: TpacketAuxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                vlan = vlan_of(aux.tp_status, aux.tp_vlan_tci, aux.tp_vlan_tpid);
+            } else if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                ts_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    (vlan, ts_ns)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -570,6 +847,8 @@ impl TapTx {
 
 impl RxPort {
     /// Reads up to [`BATCH`] frames without blocking; returns how many (0 = nothing waiting).
+    /// The previous batch is gone after this call (an af_packet port gives its ring frames back
+    /// to the kernel here), so copy what is needed out of [`RxPort::frame`] before calling again.
     pub fn recv_batch(&mut self) -> io::Result<usize> {
         match self {
             RxPort::Packet(p) => p.recv_batch(),
@@ -608,6 +887,24 @@ impl TxPort {
         match self {
             TxPort::Packet(p) => p.send_batch(frames),
             TxPort::Tap(t) => t.send_batch(frames),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_ring_size_defaults_and_rejects_values_outside_its_range() {
+        assert_eq!(parse_rx_ring_mb(None).unwrap(), 32 << 20);
+        assert_eq!(parse_rx_ring_mb(Some("8")).unwrap(), 8 << 20);
+        for bad in ["0", "1025", "-1", "2.5", "lots", ""] {
+            let e = parse_rx_ring_mb(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with("SATLAB_RX_RING_MB:") && e.contains("[1, 1024]"),
+                "{bad}: {e}"
+            );
         }
     }
 }
