@@ -136,26 +136,35 @@ def zero_loss_bisect(
     trial_s: float,
     emu_pid: int | None = None,
     steps: int = 5,
-) -> tuple[float, list[dict[str, Any]]]:
-    """Largest offered rate (1500-byte packets) with no loss: double from start_bps until a loss
-    (or the generator ceiling), then bisect `steps` times. Returns (rate, trial log)."""
+) -> tuple[float, bool, list[dict[str, Any]]]:
+    """Largest rate (1500-byte packets) carried with no loss: double the offered rate from
+    start_bps until a trial fails (or the generator ceiling), then bisect `steps` times.
+
+    A trial fails when packets were lost, or when the generator sent less than 98 % of the offered
+    rate (it shares the 2 cores with the system under test). The figure is the highest rate the
+    generator actually sent in a loss-free trial; `generator_limited` is true when no trial lost
+    a packet, so the system's own limit was never reached and the figure is a lower bound.
+    Returns (rate, generator_limited, trial log)."""
     hist: list[dict[str, Any]] = []
 
     def ok(rate: float) -> bool:
         t = trial(topo, rate, 1500, trial_s, emu_pid)
-        good = t.lost == 0 and t.send_rate_bps >= 0.98 * rate
+        short = t.send_rate_bps < 0.98 * rate
+        good = t.lost == 0 and not short
         hist.append(
             {
                 "offered_bps": rate,
                 "sent_rate_bps": t.send_rate_bps,
                 "lost": t.lost,
                 "sent": t.sent,
-                "zero_loss": good,
+                "zero_loss": t.lost == 0,
+                "generator_short": short,
             }
         )
+        verdict = "ok" if good else ("LOSS" if t.lost else "generator short")
         log(
             f"  offered {rate / 1e9:.3f} Gbit/s: sent {t.send_rate_bps / 1e9:.3f}, "
-            f"lost {t.lost}/{t.sent} -> {'ok' if good else 'LOSS'}"
+            f"lost {t.lost}/{t.sent} -> {verdict}"
         )
         return good
 
@@ -171,14 +180,17 @@ def zero_loss_bisect(
     if hi is None:
         hi = ceiling_bps
         if lo < hi and ok(hi):
-            return hi, hist
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, hist
+            lo = hi
+    if lo < hi:
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+    carried = [h["sent_rate_bps"] for h in hist if h["zero_loss"]]
+    never_lost = all(h["lost"] == 0 for h in hist)
+    return max(carried, default=0.0), never_lost, hist
 
 
 def emu_config(work: Path, **fwd: Any) -> dict[str, Any]:
@@ -255,13 +267,14 @@ class Bench:
         rounds = 1 if self.quick else 3
         naive_rates: list[float] = []
         emu_rates: list[float] = []
+        emu_limited: list[bool] = []
         nh: list[list[dict[str, Any]]] = []
         eh: list[list[dict[str, Any]]] = []
         for k in range(rounds):
             log(f"(a) round {k + 1}/{rounds}: naive TUN forwarder, zero-loss bisection")
             with Topology("l3", prefix=unique_prefix(TAG)) as t:
                 fwd = t.start_naive_forwarder()
-                naive, h = zero_loss_bisect(t, 100e6, gen_ceiling, trial_s, fwd.pid)
+                naive, _, h = zero_loss_bisect(t, 100e6, gen_ceiling, trial_s, fwd.pid)
                 naive_rates.append(naive)
                 nh.append(h)
                 ntr = trial(t, naive, 1500, 4.0, fwd.pid)
@@ -271,7 +284,10 @@ class Bench:
             with Topology("l2", prefix=unique_prefix(TAG)) as t:
                 emu = self.emulator(t, symbol_rate_baud=1e9)
                 link = emu.status()["forward"]["useful_rate_bps"]
-                emu_rate, h = zero_loss_bisect(t, 200e6, min(gen_ceiling, link), trial_s, emu.pid)
+                emu_rate, limited, h = zero_loss_bisect(
+                    t, 200e6, min(gen_ceiling, link), trial_s, emu.pid
+                )
+                emu_limited.append(limited)
                 emu_rates.append(emu_rate)
                 eh.append(h)
                 # CPU per delivered gigabit at that rate
@@ -300,7 +316,9 @@ class Bench:
             "emulator_rounds_bps": emu_rates,
             "generator_ceiling_bps": gen_ceiling,
             "emulator_link_useful_rate_bps": link,
-            "limited_by_generator": max(emu_rates) >= 0.97 * gen_ceiling,
+            # no emulator trial lost a packet: the generator, not the emulator, set the figure
+            "limited_by_generator": all(emu_limited),
+            "rounds_limited_by_generator": emu_limited,
             "naive_trials": nh,
             "emulator_trials": eh,
             "emulator_rss_bytes": rss,
@@ -533,7 +551,7 @@ def fmt_table(res: dict[str, Any]) -> str:
             None,
         )
         ratio = a["ratio"] or 0.0
-        note = " (generator-limited)" if a["limited_by_generator"] else ""
+        note = " (emulator never lost a packet: a lower bound)" if a["limited_by_generator"] else ""
         rounds = " / ".join(f"{r:.2f}" for r in a["round_ratios"])
         add("(a) ratio emulator / naive, median of rounds", f"{ratio:.2f} ({rounds}){note}",
             ">= 2.0", ratio >= TARGETS["ratio"])  # fmt: skip
