@@ -380,6 +380,17 @@ class Emulator:
     def control(self, body: dict[str, Any]) -> tuple[int, Any]:
         return self.request("POST", "/control", body)
 
+    def metric(self, name: str, direction: str) -> float:
+        """One per-direction value of GET /metrics (`satlab_emulator_<name>`)."""
+        code, text = self.request("GET", "/metrics")
+        if code != 200:
+            raise EmulatorError(f"GET /metrics -> {code}: {text}")
+        line = f'satlab_emulator_{name}{{direction="{direction}"}} '
+        for row in str(text).splitlines():
+            if row.startswith(line):
+                return float(row[len(line) :])
+        raise EmulatorError(f"{line!r} not in /metrics")
+
     @property
     def pid(self) -> int:
         assert self.proc is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from typing import Any
 
 import pytest
 from emuconfig import EmulatorFactory
@@ -26,16 +25,6 @@ FAST = {
     "delay_ms": 5.0,
     "queue": {"limit_packets": 20000, "limit_bytes": 30_000_000},
 }
-
-
-def metric(emu: Any, name: str, direction: str) -> float:
-    code, text = emu.request("GET", "/metrics")
-    assert code == 200
-    line = f'satlab_emulator_{name}{{direction="{direction}"}} '
-    for row in text.splitlines():
-        if row.startswith(line):
-            return float(row[len(line) :])
-    raise AssertionError(f"{line!r} not in /metrics")
 
 
 SOL_PACKET = 263
@@ -121,8 +110,8 @@ def test_gso_superpackets_are_segmented_and_arrive_byte_exact(
     res = tcp_transfer(topo, topo.gw, topo.st, topo.st_ip, 8_000_000)
     assert res.received == res.sent == 8_000_000
     assert res.received_sha256 == res.sent_sha256
-    supers = metric(emu, "gso_superpackets_total", "forward")
-    segs = metric(emu, "gso_segments_total", "forward")
+    supers = emu.metric("gso_superpackets_total", "forward")
+    segs = emu.metric("gso_segments_total", "forward")
     print(f"{supers:.0f} super-packets -> {segs:.0f} segments in {res.seconds:.2f} s")
     assert supers > 0 and segs > 2 * supers
-    assert metric(emu, "rx_invalid_total", "forward") == 0
+    assert emu.metric("rx_invalid_total", "forward") == 0

@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from emuconfig import EmulatorFactory
@@ -142,16 +141,6 @@ def capture_sent(ns: str, ifname: str) -> Iterator[SentCapture]:
         s.close()
 
 
-def metric(emu: Any, name: str, direction: str) -> float:
-    code, text = emu.request("GET", "/metrics")
-    assert code == 200
-    line = f'satlab_emulator_{name}{{direction="{direction}"}} '
-    for row in text.splitlines():
-        if row.startswith(line):
-            return float(row[len(line) :])
-    raise AssertionError(f"{line!r} not in /metrics")
-
-
 # ---------------------------------------------------------------------------------------------
 def test_corrupted_and_erased_segments_are_notified_with_their_real_keys(
     topo: Topology, emulator: EmulatorFactory, bpffs: Path, tmp_path: Path
@@ -191,8 +180,8 @@ def test_corrupted_and_erased_segments_are_notified_with_their_real_keys(
     assert res.received == res.sent == 600_000 and res.received_sha256 == res.sent_sha256
     fwd = emu.status()["forward"]["counters"]
     ret = emu.status()["return"]["counters"]
-    notices = {d: metric(emu, "oracle_notices_total", d) for d in ("forward", "return")}
-    errors = {d: metric(emu, "oracle_errors_total", d) for d in ("forward", "return")}
+    notices = {d: emu.metric("oracle_notices_total", d) for d in ("forward", "return")}
+    errors = {d: emu.metric("oracle_errors_total", d) for d in ("forward", "return")}
     entries = dump_map(pin)
     emu.stop()
 
