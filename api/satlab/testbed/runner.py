@@ -363,7 +363,15 @@ def _wait(
             if not tb.agent_alive(role):
                 raise RunFailed(f"agent {role} died during the run (at t={elapsed:.1f} s)")
         for i in list(running):
-            st = tb.agent(senders[i], "GET", f"/processes/send{i}")
+            try:
+                st = tb.agent(senders[i], "GET", f"/processes/send{i}")
+            except AgentError:
+                # The agent may have died between the liveness check and this request.
+                if not tb.agent_alive(senders[i]):
+                    raise RunFailed(
+                        f"agent {senders[i]} died during the run (at t={elapsed:.1f} s)"
+                    ) from None
+                raise
             if st["state"] != "running":
                 running.discard(i)
                 if st["state"] == "failed":
