@@ -296,11 +296,13 @@ class Topology:
         self.created.clear()
 
     # --- the naive forwarder (l3 mode) ---------------------------------------------------
-    def start_naive_forwarder(self) -> subprocess.Popen[bytes]:
+    def start_naive_forwarder(self, cpus: str | None = None) -> subprocess.Popen[bytes]:
+        """The naive TUN forwarder in the emu namespace (on ``cpus``, a ``taskset -c`` list)."""
         assert self.mode == "l3", "the naive forwarder needs the l3 topology"
         if not NAIVE_BIN.exists():
             raise FileNotFoundError(f"{NAIVE_BIN}: cargo build --release -p naive-forwarder")
-        p = self.spawn(self.emu, [str(NAIVE_BIN), "tna", "tnb"], stdout=subprocess.PIPE)
+        pin = ["taskset", "-c", cpus] if cpus else []
+        p = self.spawn(self.emu, [*pin, str(NAIVE_BIN), "tna", "tnb"], stdout=subprocess.PIPE)
         assert p.stdout is not None
         line = p.stdout.readline().decode().strip()
         if line != "ready":
@@ -323,6 +325,8 @@ class Emulator:
     proc: subprocess.Popen[bytes] | None = None
     host: str = "127.0.0.1"
     port: int = 8781
+    #: CPUs the emulator may run on (``taskset -c`` list), e.g. to keep it off the generator's core
+    cpus: str | None = None
 
     @property
     def config_path(self) -> Path:
@@ -346,9 +350,10 @@ class Emulator:
         self.port = int(port)
         self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
         logf = self.log_path.open("wb")
+        pin = ["taskset", "-c", self.cpus] if self.cpus else []
         self.proc = self.topo.spawn(
             self.topo.emu,
-            [str(self.binary), "--config", str(self.config_path)],
+            [*pin, str(self.binary), "--config", str(self.config_path)],
             stdout=logf,
             stderr=subprocess.STDOUT,
         )
