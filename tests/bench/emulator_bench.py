@@ -16,7 +16,7 @@ writes them as JSON.
   (c) rate accuracy vs the configured MODCOD's rate (saturated, 1500-byte packets)
   (d) emulator RSS after 30 s and at the end of 5 minutes saturated (--quick: 60 s)
   (e) 40 Msym/s 32APSK 9/10 offered 110% of the MODCOD ceiling: delivered fraction for IP packet
-      sizes 64, 200, 576, 1000, 1400, 1500
+      sizes 64, 200, 576, 1000, 1400, 1500 ((c) and (e) through (a)'s harness)
   (f) emulator CPU seconds per delivered gigabit (/proc/PID/stat), saturated and at (a)'s rate
 
 Traffic: tests/bench/build/udpblast (C, sendmmsg/recvmmsg, paced, kernel receive timestamps; the
@@ -84,7 +84,10 @@ class Trial:
         return self.sent - self.received
 
     def steady_rate_bps(self, extra_bytes: int = 0) -> float:
-        """IP (+extra per packet) bits/s over the receiver's 100 ms bins, ramp bins excluded."""
+        """IP (+extra per packet) bits/s over the receiver's 100 ms bins, ramp bins excluded (or
+        the counting sink's steady rate)."""
+        if "steady_bps" in self.recv:
+            return float(self.recv["steady_bps"]) * (self.size + extra_bytes) / self.size
         bins: list[int] = self.recv.get("bins", [])
         ms = int(self.recv.get("bin_ms", 100))
         core = bins[3:-3] if len(bins) > 10 else bins[1:-1]
@@ -224,22 +227,49 @@ def sink_trial(
     duration_s: float,
     sut_pid: int | None,
     gen_cpu: str | None,
+    size: int = 1500,
+    steady_after_s: float | None = None,
 ) -> Trial:
-    """One paced GSO run of 1500-byte packets gw-host -> sink, with the CPU time of the system
-    under test (`sut_pid`) when given."""
+    """One paced GSO run of `size`-byte IP packets gw-host -> sink, with the CPU time of the
+    system under test (`sut_pid`) when given.
+
+    With `steady_after_s`, the sink's counter is also sampled every 250 ms while the sender runs,
+    and the rate counted from that many seconds after the start to the sender's end (the link's
+    delay and the ramp excluded) is the trial's steady rate."""
     c0 = sink.packets()
     cpu0 = proc_stat(sut_pid)[0] if sut_pid else 0.0
-    argv = [str(UDPBLAST), "send", topo.st_ip, str(SINK_PORT), f"{rate_bps:.0f}", "1500",
+    argv = [str(UDPBLAST), "send", topo.st_ip, str(SINK_PORT), f"{rate_bps:.0f}", str(size),
             str(duration_s), "32", str(GSO_SEGMENTS)]  # fmt: skip
+    t0 = time.monotonic()
     tx = topo.spawn(topo.gw, pinned(gen_cpu, argv), stdout=subprocess.PIPE)
+    samples: list[tuple[float, int]] = []
+    if steady_after_s is not None:
+        while tx.poll() is None:
+            time.sleep(0.25)
+            before = time.monotonic()
+            count = sink.packets()  # an nft call: stamp the sample with the middle of it
+            samples.append(((before + time.monotonic()) / 2 - t0, count))
     out_tx, _ = tx.communicate(timeout=duration_s + 30)
     topo.procs.remove(tx)
     s = json.loads(out_tx)
     sent = int(s["sent_packets"])
     got = sink.settle(sent, c0)
     cpu = proc_stat(sut_pid)[0] - cpu0 if sut_pid else None
-    recv = {"packets": got, "counted_by": "nftables ingress"}
-    return Trial(rate_bps, 1500, sent, got, float(s["rate_bps"]), recv, s, cpu)
+    recv: dict[str, Any] = {"packets": got, "counted_by": "nftables ingress"}
+    steady = [x for x in samples[:-1] if x[0] >= (steady_after_s or 0.0)]
+    if len(steady) >= 2:
+        (ta, ca), (tb, cb) = steady[0], steady[-1]
+        recv["steady_bps"] = (cb - ca) * size * 8 / (tb - ta)
+    return Trial(rate_bps, size, sent, got, float(s["rate_bps"]), recv, s, cpu)
+
+
+def emulator_losses(emu: Emulator) -> dict[str, int]:
+    """The emulator's forward-direction loss counters, by where the packet was lost."""
+    return {
+        "rx ring full": int(emu.metric("rx_kernel_drops_total", "forward")),
+        "queue full": int(emu.metric("queue_drops_total", "forward")),
+        "tx refused": int(emu.metric("tx_errors_total", "forward")),
+    }
 
 
 def zero_loss_bisect(
@@ -262,6 +292,7 @@ def zero_loss_bisect(
         t = run(rate)
         short = t.send_rate_bps < 0.98 * rate
         good = t.lost == 0 and not short
+        causes = t.recv.get("loss_causes")
         hist.append(
             {
                 "offered_bps": rate,
@@ -270,12 +301,16 @@ def zero_loss_bisect(
                 "sent": t.sent,
                 "zero_loss": t.lost == 0,
                 "generator_short": short,
+                "loss_causes": causes,
             }
         )
         verdict = "ok" if good else ("LOSS" if t.lost else "generator short")
+        where = (
+            f" ({', '.join(f'{k} {v}' for k, v in causes.items())})" if causes and t.lost else ""
+        )
         log(
             f"  offered {rate / 1e9:.3f} Gbit/s: sent {t.send_rate_bps / 1e9:.3f}, "
-            f"lost {t.lost}/{t.sent} -> {verdict}"
+            f"lost {t.lost}/{t.sent} -> {verdict}{where}"
         )
         return good
 
@@ -302,6 +337,12 @@ def zero_loss_bisect(
     carried = [h["sent_rate_bps"] for h in hist if h["zero_loss"]]
     never_lost = all(h["lost"] == 0 for h in hist)
     return max(carried, default=0.0), never_lost, hist
+
+
+def ceiling_ip_bps(useful_bps: float, frame_time: float, size: int) -> float:
+    """IP bits/s of `size`-byte packets a carrier of `useful_bps` carries (BBFrame packing)."""
+    l2 = size + ETH_HEADER
+    return float(expected_l2_rate(useful_bps, l2, frame_time=frame_time) * size / l2)
 
 
 def emu_config(work: Path, **fwd: Any) -> dict[str, Any]:
@@ -427,7 +468,11 @@ class Bench:
                 emu = self.emulator(t, cpus=sut_cpu, **A_LINK)
 
                 def emu_trial(rate: float, dur: float = trial_s) -> Trial:
-                    return sink_trial(t, sink, rate, dur, emu.pid, gen_cpu)  # noqa: B023
+                    before = emulator_losses(emu)  # noqa: B023
+                    tr = sink_trial(t, sink, rate, dur, emu.pid, gen_cpu)  # noqa: B023
+                    after = emulator_losses(emu)  # noqa: B023
+                    tr.recv["loss_causes"] = {k: after[k] - before[k] for k in after}
+                    return tr
 
                 emu_rate, limited, h = zero_loss_bisect(emu_trial, 400e6, A_LINK_BPS)
                 emu_limited.append(limited)
@@ -533,117 +578,106 @@ class Bench:
             )
         self.res["b"] = out
 
-    # (b)(c)(d)(e)(f) on OpenSAND's carrier ------------------------------------------------
-    def carrier(self) -> None:
+    # (c)(d)(e)(f) on OpenSAND's carrier ---------------------------------------------------
+    def carrier_emulator(self, t: Topology, baud: float, cpus: str | None = None) -> Emulator:
+        # a queue ~190 ms deep at every packet size (4 MB, 100 000 packets), so a scheduling
+        # hiccup of the generator does not idle the link
+        queue = {"limit_packets": 100_000, "limit_bytes": 4_000_000 if baud >= 40e6 else 1_000_000}
+        return self.emulator(t, cpus=cpus, symbol_rate_baud=baud, queue=queue)
+
+    def carrier_rates(self) -> None:
+        """(c)/(e): 110% of the ceiling per packet size, through (a)'s harness (pinned, GSO
+        sender, counting sink): a UDP receiver and the generator sharing the emulator's 2 cores
+        could not offer 110% of this carrier in 64-byte packets (282 kpps)."""
+        gen_cpu, sut_cpu = cpu_layout()
         with Topology("l2", prefix=unique_prefix(TAG)) as t:
-            # (c)/(e): a queue ~190 ms deep at every packet size (4 MB, 100 000 packets), so a
-            # scheduling hiccup of the generator on this 2-core machine does not idle the link
-            emu = self.emulator(
-                t, symbol_rate_baud=40e6, queue={"limit_packets": 100_000, "limit_bytes": 4_000_000}
-            )
+            prepare_gso_sender(t)
+            sink = CountingSink(t)
+            emu = self.carrier_emulator(t, 40e6, sut_cpu)
             st = emu.status()["forward"]
             useful = float(st["useful_rate_bps"])
             mc = st["modcod"]
             ft = frame_time_s(mc, 40e6)
             self.res["carrier"] = {"modcod": mc, "useful_rate_bps": useful, "frame_time_s": ft}
             log(f"carrier: {mc['name']} useful {useful / 1e6:.2f} Mbit/s, frame {ft * 1e3:.3f} ms")
+            log("(c)/(e) saturated at 110% of the ceiling, per packet size")
 
-            def ceiling_ip_bps(size: int) -> float:
-                return float(
-                    expected_l2_rate(useful, size + ETH_HEADER, frame_time=ft)
-                    * size
-                    / (size + ETH_HEADER)
-                )
-
-            if self.want("c") or self.want("e"):
-                log("(c)/(e) saturated at 110% of the ceiling, per packet size")
-                rows = {}
-                for size in SIZES if self.want("e") else (1500,):
-                    ceil = ceiling_ip_bps(size)
-                    tr = trial(t, 1.1 * ceil, size, 4.0, emu.pid)
-                    got = tr.steady_rate_bps()
-                    rows[str(size)] = {
-                        "ceiling_ip_bps": ceil,
-                        "offered_bps": tr.offered_bps,
-                        "sent_rate_bps": tr.send_rate_bps,
-                        "delivered_ip_bps": got,
-                        "fraction_pct": 100 * got / ceil,
-                        "delivered_of_offered_pct": 100 * got / min(tr.send_rate_bps, ceil),
-                        "lost_packets": tr.lost,
-                        "generator_short": tr.send_rate_bps < 1.05 * ceil,
-                    }
-                    log(
-                        f"    {size:5d} B: ceiling {ceil / 1e6:.2f} Mbit/s, sent "
-                        f"{tr.send_rate_bps / 1e6:.2f}, delivered {got / 1e6:.2f} "
-                        f"({100 * got / ceil:.2f}%)"
-                    )
-                self.res["e"] = rows
-                if self.want("e") and rows["64"]["generator_short"]:
-                    # the generator cannot offer 110% of 40 Msym/s in 64-byte packets here
-                    # (~280 kpps); the same MODCOD at 10 Msym/s (~70 kpps) checks the packing
-                    emu.stop()
-                    emu = self.emulator(
-                        t,
-                        symbol_rate_baud=10e6,
-                        queue={"limit_packets": 100_000, "limit_bytes": 1_000_000},
-                    )
-                    u10 = float(emu.status()["forward"]["useful_rate_bps"])
-                    ft10 = frame_time_s(emu.status()["forward"]["modcod"], 10e6)
-                    ceil10 = float(
-                        expected_l2_rate(u10, 64 + ETH_HEADER, frame_time=ft10)
-                        * 64
-                        / (64 + ETH_HEADER)
-                    )
-                    tr = trial(t, 1.1 * ceil10, 64, 4.0, emu.pid)
-                    got = tr.steady_rate_bps()
-                    self.res["e_64B_at_10Msym"] = {
-                        "ceiling_ip_bps": ceil10,
-                        "sent_rate_bps": tr.send_rate_bps,
-                        "delivered_ip_bps": got,
-                        "fraction_pct": 100 * got / ceil10,
-                    }
-                    log(f"    64 B at 10 Msym/s: ceiling {ceil10 / 1e6:.2f} Mbit/s, sent "
-                        f"{tr.send_rate_bps / 1e6:.2f}, delivered {got / 1e6:.2f} "
-                        f"({100 * got / ceil10:.2f}%)")  # fmt: skip
-                r1500 = rows["1500"]
-                self.res["c"] = {
-                    "configured_useful_rate_bps": useful,
-                    "expected_ip_bps": r1500["ceiling_ip_bps"],
-                    "delivered_ip_bps": r1500["delivered_ip_bps"],
-                    "err_pct": 100 * (r1500["delivered_ip_bps"] / r1500["ceiling_ip_bps"] - 1),
+            def row(size: int, useful: float, ft: float, pid: int) -> dict[str, Any]:
+                ceil = ceiling_ip_bps(useful, ft, size)
+                tr = sink_trial(t, sink, 1.1 * ceil, 4.0, pid, gen_cpu, size, steady_after_s=1.0)
+                got = tr.steady_rate_bps()
+                log(f"    {size:5d} B: ceiling {ceil / 1e6:.2f} Mbit/s, sent "
+                    f"{tr.send_rate_bps / 1e6:.2f}, delivered {got / 1e6:.2f} "
+                    f"({100 * got / ceil:.2f}%)")  # fmt: skip
+                return {
+                    "ceiling_ip_bps": ceil,
+                    "offered_bps": tr.offered_bps,
+                    "sent_rate_bps": tr.send_rate_bps,
+                    "delivered_ip_bps": got,
+                    "fraction_pct": 100 * got / ceil,
+                    "delivered_of_offered_pct": 100 * got / min(tr.send_rate_bps, ceil),
+                    "lost_packets": tr.lost,
+                    "generator_short": tr.send_rate_bps < 1.05 * ceil,
                 }
-            if self.want("d") or self.want("f"):
-                # (d)/(f): a fresh emulator with the default queue (1000 packets / 1.5 MB)
+
+            rows = {
+                str(n): row(n, useful, ft, emu.pid) for n in (SIZES if self.want("e") else (1500,))
+            }
+            self.res["e"] = rows
+            if self.want("e") and rows["64"]["generator_short"]:
+                # the generator could not offer 110% of 40 Msym/s in 64-byte packets; the same
+                # MODCOD at 10 Msym/s (a quarter of the packet rate) still checks the packing
                 emu.stop()
-                emu = self.emulator(t, symbol_rate_baud=40e6)
-                total = 60.0 if self.quick else 300.0
-                log(f"(d)/(f) {total:.0f} s saturated (110%, 1500 B): RSS and CPU")
-                samples: list[tuple[float, int]] = []
+                emu = self.carrier_emulator(t, 10e6, sut_cpu)
+                st10 = emu.status()["forward"]
+                u10, ft10 = float(st10["useful_rate_bps"]), frame_time_s(st10["modcod"], 10e6)
+                self.res["e_64B_at_10Msym"] = row(64, u10, ft10, emu.pid)
+            emu.stop()
+            r1500 = rows["1500"]
+            self.res["c"] = {
+                "configured_useful_rate_bps": useful,
+                "expected_ip_bps": r1500["ceiling_ip_bps"],
+                "delivered_ip_bps": r1500["delivered_ip_bps"],
+                "err_pct": 100 * (r1500["delivered_ip_bps"] / r1500["ceiling_ip_bps"] - 1),
+            }
 
-                def sample(duration: float) -> None:
-                    t0 = time.monotonic()
-                    while time.monotonic() - t0 < duration:
-                        time.sleep(5.0)
-                        samples.append((time.monotonic() - t0, proc_stat(emu.pid)[1]))
+    def carrier_saturated(self) -> None:
+        """(d)/(f): the carrier saturated (110%, 1500 B) for 5 minutes (60 s with --quick), default
+        queue (1000 packets / 1.5 MB), a UDP socket receiver, nothing pinned: RSS and CPU."""
+        with Topology("l2", prefix=unique_prefix(TAG)) as t:
+            emu = self.emulator(t, symbol_rate_baud=40e6)
+            st = emu.status()["forward"]
+            ceil = ceiling_ip_bps(
+                float(st["useful_rate_bps"]), frame_time_s(st["modcod"], 40e6), 1500
+            )
+            total = 60.0 if self.quick else 300.0
+            log(f"(d)/(f) {total:.0f} s saturated (110%, 1500 B): RSS and CPU")
+            samples: list[tuple[float, int]] = []
 
-                _, rss0 = proc_stat(emu.pid)
-                tr = trial(t, 1.1 * ceiling_ip_bps(1500), 1500, total, emu.pid, during=sample)
-                rss30 = min(samples, key=lambda s: abs(s[0] - 30))[1] if samples else rss0
-                rss_end = samples[-1][1] if samples else rss0
-                self.res["d"] = {
-                    "duration_s": total,
-                    "rss_start_bytes": rss0,
-                    "rss_30s_bytes": rss30,
-                    "rss_end_bytes": rss_end,
-                    "growth_30s_to_end_pct": 100 * (rss_end / rss30 - 1),
-                    "samples": samples,
-                }
-                gbit = tr.received * 1500 * 8 / 1e9
-                self.res.setdefault("f", {})["saturated_carrier"] = {
-                    "delivered_bps": tr.steady_rate_bps(),
-                    "cpu_s": tr.emu_cpu_s,
-                    "cpu_s_per_gbit": (tr.emu_cpu_s or 0) / gbit if gbit else None,
-                }
+            def sample(duration: float) -> None:
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < duration:
+                    time.sleep(5.0)
+                    samples.append((time.monotonic() - t0, proc_stat(emu.pid)[1]))
+
+            _, rss0 = proc_stat(emu.pid)
+            tr = trial(t, 1.1 * ceil, 1500, total, emu.pid, during=sample)
+            rss30 = min(samples, key=lambda s: abs(s[0] - 30))[1] if samples else rss0
+            rss_end = samples[-1][1] if samples else rss0
+            self.res["d"] = {
+                "duration_s": total,
+                "rss_start_bytes": rss0,
+                "rss_30s_bytes": rss30,
+                "rss_end_bytes": rss_end,
+                "growth_30s_to_end_pct": 100 * (rss_end / rss30 - 1),
+                "samples": samples,
+            }
+            gbit = tr.received * 1500 * 8 / 1e9
+            self.res.setdefault("f", {})["saturated_carrier"] = {
+                "delivered_bps": tr.steady_rate_bps(),
+                "cpu_s": tr.emu_cpu_s,
+                "cpu_s_per_gbit": (tr.emu_cpu_s or 0) / gbit if gbit else None,
+            }
             self.res["emulator_counters"] = emu.status()["forward"]["counters"]
             emu.stop()
 
@@ -662,8 +696,10 @@ class Bench:
         if self.want("b"):
             self.delay()
             self.load("after_b")
-        if any(self.want(k) for k in "cdef"):
-            self.carrier()
+        if self.want("c") or self.want("e"):
+            self.carrier_rates()
+        if self.want("d") or self.want("f"):
+            self.carrier_saturated()
         self.load("end")
         return self.res
 
