@@ -588,7 +588,7 @@ pub fn metrics_text(
         &per(&|s| s.queue_bytes as f64),
     );
     let dirs = ["forward", "return"];
-    let port_counters: [CounterDef<PortStats>; 11] = [
+    let port_counters: [CounterDef<PortStats>; 12] = [
         (
             "rx_frames_total",
             "Frames read from the input port (super-packets count once).",
@@ -639,6 +639,11 @@ pub fn metrics_text(
             "oracle_errors_total",
             "Oracle ETEN notices the map refused.",
             |p| p.oracle_errors.load(Ordering::Relaxed),
+        ),
+        (
+            "realtime_stepdowns_total",
+            "Times the direction thread, saturated, stepped down from SCHED_FIFO to nice -10.",
+            |p| p.rt_stepdowns.load(Ordering::Relaxed),
         ),
     ];
     for (name, help, f) in port_counters {

@@ -19,6 +19,7 @@
 
 use crate::oracle::{self, Oracle};
 use crate::release::ReleaseHistogram;
+use crate::rt_guard::{self, RtGuard};
 use crate::telemetry::{self, Event, EventKind, Msg};
 use crate::wake_lead::WakeLead;
 use linkmodel::config::EventLevel;
@@ -100,6 +101,8 @@ pub struct PortStats {
     pub oracle_errors: AtomicU64,
     /// How late each delivered frame left, against the model's delivery time.
     pub release: ReleaseHistogram,
+    /// Times the thread stepped down from SCHED_FIFO because it was saturated (`rt_guard`).
+    pub rt_stepdowns: AtomicU64,
 }
 
 /// Everything a direction thread needs.
@@ -345,6 +348,27 @@ impl DirThread {
         }
     }
 
+    /// Changes the thread's scheduling policy as the saturation guard decided, and says so.
+    fn step(&self, change: rt_guard::Change, prio: i32) {
+        let dir = self.dir.as_str();
+        let what = match change {
+            rt_guard::Change::Demote => {
+                "saturated: SCHED_OTHER nice -10 until its load falls (the kernel throttles \
+                 real-time threads that use a whole CPU)"
+            }
+            rt_guard::Change::Promote => "load fell: back to SCHED_FIFO",
+        };
+        match rt_guard::apply(change, prio) {
+            Ok(()) => {
+                if change == rt_guard::Change::Demote {
+                    self.stats.rt_stepdowns.fetch_add(1, Ordering::Relaxed);
+                }
+                crate::log(&format!("{dir} thread {what}"));
+            }
+            Err(e) => crate::log(&format!("{dir} thread: scheduling change refused ({e})")),
+        }
+    }
+
     /// Runs until shutdown.
     pub fn run(mut self) {
         sys::precise_timer_slack();
@@ -359,6 +383,12 @@ impl DirThread {
                 self.dir.as_str()
             )),
         }
+        // Saturated at real-time priority the kernel would freeze the thread 50 ms a second.
+        let mut guard = match (realtime, self.rt_priority) {
+            (true, Some(p)) => RtGuard::kernel_budget().map(|b| (RtGuard::new(b), p)),
+            _ => None,
+        };
+        let mut next_guard_sample = 0u64;
         let mut next_status = 0u64;
         let mut next_modcod_check = 0u64;
         let mut last_modcod: Option<u32> = None;
@@ -411,6 +441,13 @@ impl DirThread {
                         self.stats.rx_kernel_drops.fetch_add(d, Ordering::Relaxed);
                     }
                     next_status = now - now % self.period_ns + self.period_ns;
+                }
+            }
+
+            if let Some((g, prio)) = guard.as_mut().filter(|_| now >= next_guard_sample) {
+                next_guard_sample = now + rt_guard::SAMPLE_NS;
+                if let Some(change) = g.sample(now, rt_guard::thread_cpu_ns()) {
+                    self.step(change, *prio);
                 }
             }
 

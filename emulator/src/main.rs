@@ -8,6 +8,7 @@ mod control;
 mod dataplane;
 mod oracle;
 mod release;
+mod rt_guard;
 mod telemetry;
 mod wake_lead;
 

@@ -472,6 +472,9 @@ class Bench:
                     tr = sink_trial(t, sink, rate, dur, emu.pid, gen_cpu)  # noqa: B023
                     after = emulator_losses(emu)  # noqa: B023
                     tr.recv["loss_causes"] = {k: after[k] - before[k] for k in after}
+                    tr.recv["realtime_stepdowns"] = emu.metric(  # noqa: B023
+                        "realtime_stepdowns_total", "forward"
+                    )
                     return tr
 
                 emu_rate, limited, h = zero_loss_bisect(emu_trial, 400e6, A_LINK_BPS)
