@@ -97,13 +97,7 @@ impl RtGuard {
 
 /// CPU time the calling thread has used, ns.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    netio::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Applies a change to the calling thread.

@@ -14,12 +14,17 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 
 /// Monotonic clock (CLOCK_MONOTONIC) in nanoseconds.
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// A clock's reading in nanoseconds (e.g. `CLOCK_THREAD_CPUTIME_ID`: the calling thread's CPU time).
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
