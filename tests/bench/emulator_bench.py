@@ -44,9 +44,17 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 from linkcalc import ETH_HEADER, expected_l2_rate, frame_time_s  # noqa: E402
+from loadgen import (  # noqa: E402
+    GSO_SEGMENTS,
+    CountingSink,
+    cpu_layout,
+    gso_send_argv,
+    pinned,
+    prepare_gso_sender,
+    udpblast,
+)
 from netns import Emulator, Topology, proc_stat, sweep_stale, unique_prefix  # noqa: E402
 
-UDPBLAST = HERE / "build" / "udpblast"
 TAG = "satbench"
 SIZES = (64, 200, 576, 1000, 1400, 1500)
 DELAY_BAUD = 100e6
@@ -109,18 +117,16 @@ def trial(
     """One paced UDP run gw-host -> st-host; returns what was sent and received."""
     rx = topo.spawn(
         topo.st,
-        [str(UDPBLAST), "recv", "5001", str(idle_ms), str(duration_s + 60)],
+        [str(udpblast()), "recv", "5001", str(idle_ms), str(duration_s + 60)],
         stdout=subprocess.PIPE,
     )
     assert rx.stdout is not None
     if rx.stdout.readline().strip() != b"ready":
         raise RuntimeError("udpblast recv did not start")
     cpu0 = proc_stat(emu_pid)[0] if emu_pid else 0.0
-    tx = topo.spawn(
-        topo.gw,
-        [str(UDPBLAST), "send", topo.st_ip, "5001", f"{rate_bps:.0f}", str(size), str(duration_s)],
-        stdout=subprocess.PIPE,
-    )
+    argv = [str(udpblast()), "send", topo.st_ip, "5001", f"{rate_bps:.0f}", str(size),
+            str(duration_s)]  # fmt: skip
+    tx = topo.spawn(topo.gw, argv, stdout=subprocess.PIPE)
     if during is not None:
         during(duration_s)
     out_tx, _ = tx.communicate(timeout=duration_s + 30)
@@ -142,82 +148,7 @@ def trial(
     )
 
 
-# --- (a)'s harness ---------------------------------------------------------------------------
-SINK_PORT = 5001
-#: UDP GSO segments per send of (a)'s generator (the kernel cuts them apart in gw-host)
-GSO_SEGMENTS = 16
-
-
-def cpu_layout() -> tuple[str | None, str | None]:
-    """(generator CPU, system-under-test CPU) as `taskset -c` lists; no pinning on one CPU."""
-    n = os.cpu_count() or 1
-    return ("0", str(n - 1)) if n >= 2 else (None, None)
-
-
-def pinned(cpu: str | None, argv: list[str]) -> list[str]:
-    return ["taskset", "-c", cpu, *argv] if cpu else argv
-
-
-class CountingSink:
-    """Counts and drops (a)'s packets at st0's ingress (nftables netdev hook, before IP).
-
-    On veth the receiving host's stack runs inside the sender's transmit call, so a UDP socket
-    receiver in st-host would bill the system under test for a host's receive path and socket
-    wake-ups (half of the emulator's CPU at 2.4 Gbit/s, perf). Both systems get this sink."""
-
-    TABLE = "satbench_sink"
-
-    def __init__(self, topo: Topology, ifname: str = "st0") -> None:
-        self.topo = topo
-        rules = (
-            f"table netdev {self.TABLE} {{\n"
-            f"  chain rx {{\n"
-            f"    type filter hook ingress device {ifname} priority 0;\n"
-            f"    udp dport {SINK_PORT} counter drop\n"
-            f"  }}\n"
-            f"}}\n"
-        )
-        subprocess.run(
-            ["ip", "netns", "exec", topo.st, "nft", "-f", "-"],
-            input=rules,
-            text=True,
-            check=True,
-            capture_output=True,
-        )
-
-    def packets(self) -> int:
-        out = self.topo.sh(
-            self.topo.st, ["nft", "-j", "list", "table", "netdev", self.TABLE]
-        ).stdout
-        for item in json.loads(out)["nftables"]:
-            for expr in item.get("rule", {}).get("expr", []):
-                if "counter" in expr:
-                    return int(expr["counter"]["packets"])
-        raise RuntimeError(f"no counter in nft table {self.TABLE}: {out[:200]}")
-
-    def settle(self, expected: int, start: int, timeout_s: float = 3.0) -> int:
-        """Packets counted since `start`, once all `expected` arrived or the count stopped
-        moving for 300 ms (the link holds 270 ms of them when the sender stops)."""
-        deadline = time.monotonic() + timeout_s
-        last, still_since = -1, time.monotonic()
-        while True:
-            got = self.packets() - start
-            now = time.monotonic()
-            if got >= expected or now >= deadline:
-                return got
-            if got != last:
-                last, still_since = got, now
-            elif now - still_since >= 0.3:
-                return got
-            time.sleep(0.05)
-
-
-def prepare_gso_sender(topo: Topology) -> None:
-    """gw0 offers tx checksumming (UDP GSO needs it) but not UDP segmentation, so the kernel cuts
-    the GSO sends into 1500-byte packets in gw-host, before they reach the system under test.
-    The packets leave with partial checksums: the emulator completes them itself (counted
-    against it); for the naive forwarder the kernel completes them in the generator's context."""
-    topo.sh(topo.gw, ["ethtool", "-K", "gw0", "tx", "on", "tx-udp-segmentation", "off"])
+# --- (a)'s harness: tests/integration/loadgen.py ---------------------------------------------
 
 
 def sink_trial(
@@ -238,8 +169,7 @@ def sink_trial(
     delay and the ramp excluded) is the trial's steady rate."""
     c0 = sink.packets()
     cpu0 = proc_stat(sut_pid)[0] if sut_pid else 0.0
-    argv = [str(UDPBLAST), "send", topo.st_ip, str(SINK_PORT), f"{rate_bps:.0f}", str(size),
-            str(duration_s), "32", str(GSO_SEGMENTS)]  # fmt: skip
+    argv = gso_send_argv(topo.st_ip, rate_bps, size, duration_s)
     t0 = time.monotonic()
     tx = topo.spawn(topo.gw, pinned(gen_cpu, argv), stdout=subprocess.PIPE)
     samples: list[tuple[float, int]] = []

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Emulator benchmark (make bench-emulator): builds the release binaries and the traffic generator,
-# then runs tests/bench/emulator_bench.py as root. Arguments pass through (--quick, --only a,b, --json FILE).
+# Emulator benchmark (make bench-emulator): builds the release binaries, then runs
+# tests/bench/emulator_bench.py as root (it builds the traffic generator, tests/integration/loadgen.py).
+# Arguments pass through (--quick, --only a,b, --json FILE).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -10,8 +11,4 @@ for tool in ethtool ip gcc nft taskset; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install ethtool iproute2 gcc nftables util-linux)" >&2; exit 1; }
 done
 (cd "$ROOT" && cargo build --release --quiet -p satlab-emulator -p naive-forwarder)
-mkdir -p "$HERE/build"
-if [ ! -x "$HERE/build/udpblast" ] || [ "$HERE/udpblast.c" -nt "$HERE/build/udpblast" ]; then
-  gcc -O2 -Wall -Wextra -o "$HERE/build/udpblast" "$HERE/udpblast.c"
-fi
 exec "$PY" "$HERE/emulator_bench.py" "$@"
