@@ -15,6 +15,7 @@
 //! `SCHED_FIFO` when its use fell well below (hysteresis). Only when the kernel throttles at all
 //! (`sched_rt_runtime_us` not -1) and the thread did get `SCHED_FIFO`.
 
+use netio::sys;
 use std::io;
 
 /// How often the thread's CPU time is sampled, ns.
@@ -97,36 +98,14 @@ impl RtGuard {
 
 /// CPU time the calling thread has used, ns.
 pub fn thread_cpu_ns() -> u64 {
-    netio::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Applies a change to the calling thread.
 pub fn apply(change: Change, rt_priority: i32) -> io::Result<()> {
-    // SAFETY: scheduling calls on the calling thread with valid arguments.
-    let r = unsafe {
-        match change {
-            Change::Demote => {
-                let param = libc::sched_param { sched_priority: 0 };
-                let r =
-                    libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_OTHER, &param);
-                if r == 0 {
-                    let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                    libc::setpriority(libc::PRIO_PROCESS, tid, -10);
-                }
-                r
-            }
-            Change::Promote => {
-                let param = libc::sched_param {
-                    sched_priority: rt_priority,
-                };
-                libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param)
-            }
-        }
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(r))
+    match change {
+        Change::Demote => sys::leave_realtime(),
+        Change::Promote => sys::raise_thread_priority(Some(rt_priority)).map(|_| ()),
     }
 }
 

@@ -49,8 +49,8 @@ from loadgen import (  # noqa: E402
     CountingSink,
     cpu_layout,
     gso_send_argv,
+    gso_to_sink,
     pinned,
-    prepare_gso_sender,
     udpblast,
 )
 from netns import Emulator, Topology, proc_stat, sweep_stale, unique_prefix  # noqa: E402
@@ -327,8 +327,7 @@ class Bench:
                 # (a)'s harness on one core: GSO sender on CPU 0, sink on st0 (whose work, on a
                 # plain veth, is done in the sender's call: a lower bound of what it offers)
                 gen_cpu, _ = cpu_layout()
-                prepare_gso_sender(t)
-                sink = CountingSink(t)
+                sink = gso_to_sink(t)
                 a_top = sink_trial(t, sink, A_LINK_BPS, 2.0, None, gen_cpu)
                 self.res["generator_a_harness"] = {
                     "max_send_rate_bps": a_top.send_rate_bps,
@@ -380,8 +379,7 @@ class Bench:
             log(f"(a) round {k + 1}/{rounds}: naive TUN forwarder, zero-loss bisection "
                 f"(generator on CPU {gen_cpu}, forwarder on CPU {sut_cpu})")  # fmt: skip
             with Topology("l3", prefix=unique_prefix(TAG)) as t:
-                prepare_gso_sender(t)
-                sink = CountingSink(t)
+                sink = gso_to_sink(t)
                 fwd = t.start_naive_forwarder(cpus=sut_cpu)
 
                 def naive_trial(rate: float, dur: float = trial_s) -> Trial:
@@ -393,8 +391,7 @@ class Bench:
                 ntr = naive_trial(naive, 4.0)
             log(f"(a) round {k + 1}/{rounds}: emulator (270 ms, fixed 10 Gbit/s, no impairment)")
             with Topology("l2", prefix=unique_prefix(TAG)) as t:
-                prepare_gso_sender(t)
-                sink = CountingSink(t)
+                sink = gso_to_sink(t)
                 emu = self.emulator(t, cpus=sut_cpu, **A_LINK)
 
                 def emu_trial(rate: float, dur: float = trial_s) -> Trial:
@@ -524,8 +521,7 @@ class Bench:
         could not offer 110% of this carrier in 64-byte packets (282 kpps)."""
         gen_cpu, sut_cpu = cpu_layout()
         with Topology("l2", prefix=unique_prefix(TAG)) as t:
-            prepare_gso_sender(t)
-            sink = CountingSink(t)
+            sink = gso_to_sink(t)
             emu = self.carrier_emulator(t, 40e6, sut_cpu)
             st = emu.status()["forward"]
             useful = float(st["useful_rate_bps"])

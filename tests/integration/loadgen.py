@@ -3,8 +3,8 @@ emulator benchmark and the saturation test:
 
 - ``udpblast()``: the C generator tests/bench/udpblast.c, built on first use (gcc);
 - ``cpu_layout()`` / ``pinned()``: the generator on CPU 0, the system under test on the last CPU;
-- ``prepare_gso_sender()``: gw0 set up for UDP GSO sending (16 packets a send, cut in gw-host);
-- ``CountingSink``: st-host counts and drops the load at st0's ingress (nftables), before IP.
+- ``gso_to_sink()``: gw0 set up for UDP GSO sending (16 packets a send, cut in gw-host) and a
+  ``CountingSink`` installed: st-host counts and drops the load at st0's ingress (nftables).
 
 On veth the receiving host's stack runs inside the sender's transmit call: a UDP socket receiver
 in st-host would bill the system under test for a host's receive path and socket wake-ups (half
@@ -54,14 +54,6 @@ def gso_send_argv(dst: str, rate_bps: float, size: int, duration_s: float) -> li
             str(duration_s), "32", str(GSO_SEGMENTS)]  # fmt: skip
 
 
-def prepare_gso_sender(topo: Topology) -> None:
-    """gw0 offers tx checksumming (UDP GSO needs it) but not UDP segmentation, so the kernel cuts
-    the GSO sends into wire-sized packets in gw-host, before they reach the system under test.
-    The packets leave with partial checksums: the emulator completes them itself (counted
-    against it); for the naive forwarder the kernel completes them in the generator's context."""
-    topo.sh(topo.gw, ["ethtool", "-K", "gw0", "tx", "on", "tx-udp-segmentation", "off"])
-
-
 class CountingSink:
     """Counts and drops UDP to SINK_PORT at st0's ingress (nftables netdev hook, before IP)."""
 
@@ -109,3 +101,14 @@ class CountingSink:
             elif now - still_since >= 0.3:
                 return got
             time.sleep(0.05)
+
+
+def gso_to_sink(topo: Topology) -> CountingSink:
+    """Sets the topology up for GSO load into a counting sink; returns the sink.
+
+    gw0 offers tx checksumming (UDP GSO needs it) but not UDP segmentation, so the kernel cuts
+    the GSO sends into wire-sized packets in gw-host, before they reach the system under test.
+    The packets leave with partial checksums: the emulator completes them itself (counted
+    against it); for the naive forwarder the kernel completes them in the generator's context."""
+    topo.sh(topo.gw, ["ethtool", "-K", "gw0", "tx", "on", "tx-udp-segmentation", "off"])
+    return CountingSink(topo)

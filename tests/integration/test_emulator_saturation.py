@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from emuconfig import base_config
-from loadgen import CountingSink, cpu_layout, gso_send_argv, pinned, prepare_gso_sender
+from loadgen import cpu_layout, gso_send_argv, gso_to_sink, pinned
 from netns import Emulator, Topology
 
 pytestmark = pytest.mark.integration
@@ -40,8 +40,7 @@ def test_a_saturated_thread_steps_down_from_realtime_keeps_forwarding_and_steps_
         pytest.skip("needs 2 CPUs: the load must fill a core of the emulator's own")
     if not kernel_throttles_realtime():
         pytest.skip("sched_rt_runtime_us is -1: the kernel never throttles real-time threads")
-    prepare_gso_sender(topo)
-    sink = CountingSink(topo)
+    sink = gso_to_sink(topo)
     cfg = base_config(tmp_path)
     # a 10 Gbit/s link with a short delay: the emulator's CPU, not the link, is the limit
     cfg["forward"] = {"kind": "fixed", "rate_bps": 1e10, "delay_ms": 5.0}

@@ -524,9 +524,7 @@ impl PacketRx {
             n += 1;
         }
         self.held = n;
-        if n == 0 {
-            self.empty_reads = self.empty_reads.wrapping_add(1);
-        }
+        self.empty_reads += u64::from(n == 0);
         if n == 0 && self.empty_reads % ERROR_CHECK_EVERY == 1 {
             // Nothing in the ring: report a pending socket error (interface down or deleted) as a
             // read would, so the data plane pauses instead of polling a dead fd (epoll keeps

@@ -289,10 +289,32 @@ pub fn raise_thread_priority(rt_priority: Option<i32>) -> io::Result<String> {
             }
             why = format!(" (SCHED_FIFO refused: {})", io::Error::from_raw_os_error(r));
         }
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        cvt(libc::setpriority(libc::PRIO_PROCESS, tid, -10))?;
-        Ok(format!("nice -10{why}"))
     }
+    nice_self(-10)?;
+    Ok(format!("nice -10{why}"))
+}
+
+/// Puts the calling thread back under normal scheduling (`SCHED_OTHER`) at nice -10.
+pub fn leave_realtime() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: scheduling calls on the calling thread with valid arguments.
+    unsafe {
+        let r = libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_OTHER, &param);
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+    }
+    nice_self(-10)
+}
+
+/// Sets the calling thread's nice value.
+fn nice_self(nice: libc::c_int) -> io::Result<()> {
+    // SAFETY: setpriority on the calling thread's id.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        cvt(libc::setpriority(libc::PRIO_PROCESS, tid, nice))?;
+    }
+    Ok(())
 }
 
 /// The running program's name (satlab-emulator, satlab-gateway), for warnings.
