@@ -12,7 +12,6 @@ repetitions) becomes runs, each queued as one job.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from satlab.scenario import Sweep, expand_runs
-from satlab.service import events, files, queue, scenarios
+from satlab.service import events, links, queue, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, NotFound
 from satlab.service.models import Experiment, Run, ScenarioRevision
@@ -96,13 +95,12 @@ def plan(session: Session, who: Principal, body: ExperimentIn) -> dict[str, Any]
     )
     spec_data = _effective_spec(rev, body)
     spec = scenarios.parse_spec(spec_data)
-    try:
-        runs = expand_runs(spec)
-    except ValueError as err:  # ScenarioError from a sweep path through a non-mapping
-        raise Invalid(str(err)) from None
-    pinned: dict[str, int] = {}
-    for link in {json.dumps(r.link, sort_keys=True): r.link for r in runs}.values():
-        pinned.update(files.resolve_refs(session, link))
+    expanded = links.expanded_links(spec)
+    runs = expand_runs(spec)
+    pinned = links.pin_files(session, expanded)
+    if body.sweep is not None:
+        # The revision's own links passed the check when it was stored; an override's did not.
+        links.check_with_emulator(session, expanded, pinned)
     overhead, source = setup_overhead_s(session)
     per_run = spec.duration_s + overhead
     return {

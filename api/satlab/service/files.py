@@ -245,21 +245,32 @@ def materialize(rows: dict[str, UploadedFile | None], root: Path) -> dict[str, s
     for name, f in rows.items():
         assert f is not None, f"file {name} vanished"
         target = root / name
+        # Upload names are relative (NAME_RE); checked again here because the worker writes as root.
+        if not target.resolve().is_relative_to(root.resolve()):
+            raise Invalid(f"file name {name!r} leads outside the run's directory")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(f.content)
         paths[name] = str(target)
     return paths
 
 
-def rewrite_paths(link: Any, paths: dict[str, str]) -> Any:
-    """The link with every file reference replaced by its path on disk."""
+def rewrite_paths(link: Any, paths: dict[str, str], where: str = "link") -> Any:
+    """The link with every file reference replaced by its path on disk. A reference that is not
+    one of the materialised uploads is refused (Invalid naming the field), never passed on: the
+    emulator runs as root and would read whatever path it was given."""
     if isinstance(link, dict):
         return {
-            k: paths.get(v, v)
+            k: _materialised(paths, v, f"{where}.{k}")
             if k in LINK_PATH_KEYS and isinstance(v, str)
-            else rewrite_paths(v, paths)
+            else rewrite_paths(v, paths, f"{where}.{k}")
             for k, v in link.items()
         }
     if isinstance(link, list):
-        return [rewrite_paths(v, paths) for v in link]
+        return [rewrite_paths(v, paths, f"{where}.{i}") for i, v in enumerate(link)]
     return link
+
+
+def _materialised(paths: dict[str, str], name: str, where: str) -> str:
+    if name not in paths:
+        raise Invalid(f"{where}: {name!r} is not one of the experiment's uploaded files")
+    return paths[name]

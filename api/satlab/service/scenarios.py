@@ -2,16 +2,14 @@
 
 A scenario is created from a YAML document (kept verbatim, comments and all) that must validate
 against the scenario schema (satlab.scenario); revising it adds revision N+1 and never changes an
-old one, so a run always points at the exact text it ran. File references in the link (traces,
-delay files, tables) must name uploaded files. A scenario can be deleted while no experiment uses
+old one, so a run always points at the exact text it ran. File references in every link the
+scenario expands to (traces, delay files, tables; sweep values included) must name uploaded files
+(service/links.py). A scenario can be deleted while no experiment uses
 any of its revisions.
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,13 +17,12 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from satlab.scenario import Scenario as ScenarioSpec
-from satlab.scenario import ScenarioError, expand_runs, parse_scenario
-from satlab.service import files
+from satlab.scenario import ScenarioError, parse_scenario
+from satlab.service import links
 from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, TooLarge
-from satlab.service.models import Experiment, Scenario, ScenarioRevision, UploadedFile
+from satlab.service.models import Experiment, Scenario, ScenarioRevision
 from satlab.settings import get_settings
-from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
 
 
 def parse_yaml(text: str) -> ScenarioSpec:
@@ -58,8 +55,7 @@ def spec_yaml(spec: ScenarioSpec) -> str:
 def _add_revision(
     session: Session, sc: Scenario, text: str, spec: ScenarioSpec, who: Principal
 ) -> ScenarioRevision:
-    pinned = files.resolve_refs(session, spec.link)
-    _check_links_with_the_emulator(session, spec, pinned)
+    links.pin_and_check(session, spec)
     number = (
         session.scalar(
             select(func.max(ScenarioRevision.number)).where(ScenarioRevision.scenario_id == sc.id)
@@ -76,28 +72,6 @@ def _add_revision(
     session.add(rev)
     session.flush()
     return rev
-
-
-def _check_links_with_the_emulator(
-    session: Session, spec: ScenarioSpec, pinned: dict[str, int]
-) -> None:
-    """Every link the scenario expands to (one per sweep value) must pass the emulator's own
-    validation, so a bad link field is a 422 now, not a failed run later. Skipped where the API
-    runs without the emulator binary (workers validate again before their runs)."""
-    if not EMULATOR_BIN.is_file():
-        return
-    rows = {name: session.get(UploadedFile, fid) for name, fid in pinned.items()}
-    links = {
-        json.dumps(r.link, sort_keys=True)
-        for r in expand_runs(spec.model_copy(update={"repetitions": 1}))
-    }
-    with tempfile.TemporaryDirectory(prefix="satlab-check-") as tmp:
-        paths = files.materialize(rows, Path(tmp))
-        for text in links:
-            try:
-                check_link(files.rewrite_paths(json.loads(text), paths))
-            except LinkConfigError as err:
-                raise Invalid([f"link: {err}".replace(tmp + "/", "")]) from None
 
 
 def create(session: Session, who: Principal, text: str) -> ScenarioRevision:

@@ -1,0 +1,68 @@
+"""The links a scenario expands to (one per sweep value), their file references pinned to
+uploads, and the emulator's own check of each.
+
+Every file reference of every expanded link (the base link, each sweep value, an experiment's
+sweep override) must name an upload; nothing else reaches the emulator, which reads the files it is
+given. The check runs `satlab-emulator --check` on a temporary copy of exactly those uploads, so its
+error messages can quote only content the caller uploaded.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from satlab.scenario import Scenario as ScenarioSpec
+from satlab.scenario import ScenarioError, expand_runs
+from satlab.service import files
+from satlab.service.errors import Invalid
+from satlab.service.models import UploadedFile
+from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
+
+
+def expanded_links(spec: ScenarioSpec) -> list[dict[str, Any]]:
+    """The distinct links of the scenario's runs (one per sweep value)."""
+    try:
+        runs = expand_runs(spec.model_copy(update={"repetitions": 1}))
+    except ScenarioError as err:  # a sweep path through a non-mapping
+        raise Invalid(str(err)) from None
+    distinct = {json.dumps(r.link, sort_keys=True): r.link for r in runs}
+    return list(distinct.values())
+
+
+def pin_files(session: Session, links: list[dict[str, Any]]) -> dict[str, int]:
+    """name -> id of the newest upload of every file any of the links names."""
+    pinned: dict[str, int] = {}
+    for link in links:
+        pinned.update(files.resolve_refs(session, link))
+    return pinned
+
+
+def check_with_emulator(
+    session: Session, links: list[dict[str, Any]], pinned: dict[str, int]
+) -> None:
+    """Each link must pass the emulator's own validation, so a bad link field is a 422 now, not a
+    failed run later. Skipped where the API runs without the emulator binary (workers validate
+    again before their runs)."""
+    if not EMULATOR_BIN.is_file():
+        return
+    rows = {name: session.get(UploadedFile, fid) for name, fid in pinned.items()}
+    with tempfile.TemporaryDirectory(prefix="satlab-check-") as tmp:
+        paths = files.materialize(rows, Path(tmp))
+        for link in links:
+            try:
+                check_link(files.rewrite_paths(link, paths))
+            except LinkConfigError as err:
+                raise Invalid([f"link: {err}".replace(tmp + "/", "")]) from None
+
+
+def pin_and_check(session: Session, spec: ScenarioSpec) -> dict[str, int]:
+    """The pinned uploads of every expanded link, after the emulator accepted each link."""
+    links = expanded_links(spec)
+    pinned = pin_files(session, links)
+    check_with_emulator(session, links, pinned)
+    return pinned
