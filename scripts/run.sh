@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: the whole service on this machine, with the quickstart comparison running.
 # PostgreSQL is already up (make run starts it first). This script migrates the database, starts
-# the API (which serves the web UI) and one worker, makes a local admin token the first time
-# (kept in .data/local-admin-token, mode 600, and printed), and submits scenarios/quickstart.yaml
-# once (an idempotency key makes later `make run`s find the same experiment).
+# the API (which serves the web UI; as the unprivileged user satlab) and one worker (root), makes
+# a local admin token the first time (kept in .data/local-admin-token, mode 600, and printed), and
+# submits scenarios/quickstart.yaml once (an idempotency key makes later `make run`s find the same
+# experiment).
 # Ctrl-C stops the API and the worker; `make stop` stops PostgreSQL too.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -25,9 +26,11 @@ trap stop_all EXIT INT TERM
 
 step "Database schema (alembic upgrade)" "$SATLAB" migrate
 
+# The API runs as the unprivileged service user (scripts/lib.sh): it answers every request and
+# needs no privilege; only the worker, which builds network namespaces, runs as root.
 start_api() {
-  (cd "$ROOT/api" && exec "$VENV/bin/uvicorn" satlab.app:app --host "$HOST" --port "$PORT" \
-    --log-level warning) >>"$LOGS/api.log" 2>&1 &
+  (cd "$ROOT/api" && exec setpriv --reuid="$SERVICE_USER" --regid="$SERVICE_USER" --init-groups "$VENV/bin/uvicorn" satlab.app:app \
+    --host "$HOST" --port "$PORT" --log-level warning) >>"$LOGS/api.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
     curl -fs "$SATLAB_URL/api/health" >/dev/null && return 0

@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 APT_PACKAGES=(
   postgresql clang llvm libbpf-dev bpftool iproute2 iptables nftables ethtool
   iperf3 iputils-ping tcpdump tshark curl procps chromium python3-venv python3-dev build-essential pkg-config
-  docker.io docker-compose mmdebstrap
+  docker.io docker-compose mmdebstrap acl
 )
 
 apt_packages() {
@@ -107,3 +107,5 @@ web_build() {
   fi
 }
 step "Web UI build" web_build
+service_user() { ensure_service_user && grant_service_user_traverse; }
+step "Service user ($SERVICE_USER: runs the API, owns the database role)" service_user

@@ -48,23 +48,19 @@ configurations:
 """
 
 
+PG_SH = str(Path(__file__).resolve().parents[2] / "scripts" / "pg.sh")
+
+
 def scratch_database(base_url: str) -> str:
-    """Creates the bench database next to the project's; returns its SQLAlchemy URL."""
-    admin = base_url.replace("postgresql+psycopg://", "postgresql://").replace(
-        "/satlab?", "/postgres?"
-    )
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        c.execute(f"CREATE DATABASE {BENCH_DB}")
+    """Creates the bench database next to the project's (scripts/pg.sh create-db: the service
+    role's rights, as in production); returns its SQLAlchemy URL."""
+    drop_database()
+    subprocess.run([PG_SH, "create-db", BENCH_DB], check=True, capture_output=True)
     return base_url.replace("/satlab?", f"/{BENCH_DB}?")
 
 
-def drop_database(base_url: str) -> None:
-    admin = base_url.replace("postgresql+psycopg://", "postgresql://").replace(
-        "/satlab?", "/postgres?"
-    )
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+def drop_database() -> None:
+    subprocess.run([PG_SH, "drop-db", BENCH_DB], check=True, capture_output=True)
 
 
 def real_result_doc() -> dict[str, Any]:
@@ -227,7 +223,7 @@ def main() -> None:
         if server is not None:
             server.terminate()
             server.wait(10)
-        drop_database(base)
+        drop_database()
 
 
 if __name__ == "__main__":

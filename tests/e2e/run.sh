@@ -38,7 +38,7 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   if [ -n "$DB" ] && [ -z "${E2E_KEEP:-}" ]; then
-    psql -X -q -h "$SOCK" -U satlab -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    "$ROOT/scripts/pg.sh" drop-db "$DB" >/dev/null 2>&1 || true
   fi
   exit "$rc"
 }
@@ -50,7 +50,7 @@ echo "==> PostgreSQL"
 BASE_URL="$("$ROOT/scripts/pg.sh" url)"
 SOCK="${BASE_URL##*host=}"
 DB="satlab_e2e_$$"
-psql -X -q -h "$SOCK" -U satlab -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB"
+"$ROOT/scripts/pg.sh" create-db "$DB" >/dev/null
 export DATABASE_URL="postgresql+psycopg://satlab@/$DB?host=$SOCK"
 "$VENV/bin/satlab" migrate >"$LOGS/migrate.log" 2>&1
 
@@ -69,7 +69,8 @@ export SATLAB_HEARTBEAT_PERIOD_S=1
 export SATLAB_WEB_DIST="$ROOT/web/dist"
 
 echo "==> API on $E2E_BASE"
-(cd "$ROOT/api" && exec "$VENV/bin/uvicorn" satlab.app:app --host 127.0.0.1 --port "$PORT" --log-level warning) >"$LOGS/api.log" 2>&1 &
+# As in `make run`: the API as the unprivileged service user, the worker as root.
+(cd "$ROOT/api" && exec setpriv --reuid=satlab --regid=satlab --init-groups "$VENV/bin/uvicorn" satlab.app:app --host 127.0.0.1 --port "$PORT" --log-level warning) >"$LOGS/api.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 150); do
   curl -fs "$E2E_BASE/api/health" >/dev/null && break

@@ -4,10 +4,10 @@ session, brought to the schema by the Alembic migrations, emptied between tests.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 from alembic import command
 from alembic.config import Config
@@ -32,8 +32,7 @@ def alembic_config() -> Config:
     return Config(ALEMBIC_INI)
 
 
-def admin_conninfo() -> str:
-    return get_settings().libpq_url
+PG_SH = str(REPO_ROOT / "scripts" / "pg.sh")
 
 
 @dataclass
@@ -43,25 +42,25 @@ class ScratchDb:
 
 
 def create_scratch(suffix: str) -> ScratchDb:
+    """A project database made the way scripts/pg.sh makes `satlab` (owned by the superuser; the
+    non-superuser role satlab connects and owns its public schema), so the migrations run here
+    with exactly the rights they have in production."""
     name = f"satlab_test_{os.getpid()}_{suffix}"
-    with psycopg.connect(admin_conninfo(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    subprocess.run([PG_SH, "drop-db", name], check=True, capture_output=True)
+    subprocess.run([PG_SH, "create-db", name], check=True, capture_output=True)
     base = get_settings().database_url
     path, _, query = base.partition("?")
     url = path.rsplit("/", 1)[0] + "/" + name + (f"?{query}" if query else "")
     return ScratchDb(name, url)
 
 
-def drop_scratch(scratch: ScratchDb, conninfo: str) -> None:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{scratch.name}" WITH (FORCE)')
+def drop_scratch(scratch: ScratchDb) -> None:
+    subprocess.run([PG_SH, "drop-db", scratch.name], check=True, capture_output=True)
 
 
 @pytest.fixture(scope="session")
 def database() -> Iterator[ScratchDb]:
     original = os.environ["DATABASE_URL"]
-    conninfo = admin_conninfo()
     scratch = create_scratch("svc")
     os.environ["DATABASE_URL"] = scratch.url
     db.reset()
@@ -72,7 +71,7 @@ def database() -> Iterator[ScratchDb]:
         db.get_engine().dispose()
         os.environ["DATABASE_URL"] = original
         db.reset()
-        drop_scratch(scratch, conninfo)
+        drop_scratch(scratch)
 
 
 @dataclass

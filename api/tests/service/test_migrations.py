@@ -21,7 +21,6 @@ def _tables(url: str) -> set[str]:
 
 
 def test_up_down_up_on_empty_database() -> None:
-    conninfo = db.get_settings().libpq_url
     scratch = create_scratch("mig")
     try:
         _with_url(scratch.url, "upgrade", "head")
@@ -36,7 +35,7 @@ def test_up_down_up_on_empty_database() -> None:
         _with_url(scratch.url, "upgrade", "head")
         assert "procrastinate_jobs" in _tables(scratch.url)
     finally:
-        drop_scratch(scratch, conninfo)
+        drop_scratch(scratch)
 
 
 def _with_url(url: str, action: str, target: str) -> None:
