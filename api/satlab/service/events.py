@@ -4,7 +4,10 @@ Whoever changes a run (the API on submit/cancel/retry, the worker on claim, hear
 the janitor) writes a run_events row and NOTIFYs channel `satlab_events` with its id in the same
 transaction. The SSE endpoint streams rows after the client's Last-Event-ID (or `after`), polling
 the table every half second (one indexed query; works across API processes and survives
-reconnects: the event id is the row id). While a run is going the worker adds a row per heartbeat
+reconnects: the event id is the row id). A stream holds no database connection between polls (the
+route closes its request session before streaming; each poll takes a connection for its
+queries) and ends with `event: end` (`{"reason": ...}`) once the caller's token is revoked or
+expires: it is checked on every poll. While a run is going the worker adds a row per heartbeat
 with its progress, the emulator's current status (MODCOD, Es/N0, useful rate, queue depth) and
 `tcp`: the newest TCP_INFO sample of each sender connection (cwnd, ssthresh, srtt, delivery rate).
 """
@@ -16,11 +19,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from satlab import db
-from satlab.service.models import Experiment, Run, RunEvent
+from satlab.service.models import ApiToken, Experiment, Run, RunEvent
 
 CHANNEL = "satlab_events"
 POLL_S = 0.5
@@ -66,10 +69,17 @@ def as_dict(ev: RunEvent) -> dict[str, Any]:
 
 
 def fetch(
-    experiment_id: int, run_id: int | None, after: int, limit: int = 500
-) -> tuple[list[dict[str, Any]], bool]:
-    """Events after `after` and whether the experiment (or run) has ended."""
+    experiment_id: int, run_id: int | None, after: int, token_id: int | None, limit: int = 500
+) -> tuple[list[dict[str, Any]], bool, str | None]:
+    """Events after `after`, whether the experiment (or run) has ended, and why the caller may
+    no longer read them (its token revoked or expired), if so."""
     with db.new_session() as s:
+        if token_id is not None:
+            token = s.get(ApiToken, token_id)
+            if token is None or token.revoked_at is not None:
+                return [], True, "the token was revoked"
+            if token.expires_at is not None and token.expires_at <= s.scalar(select(func.now())):
+                return [], True, "the token expired"
         q = select(RunEvent).where(RunEvent.experiment_id == experiment_id, RunEvent.id > after)
         if run_id is not None:
             q = q.where(RunEvent.run_id == run_id)
@@ -78,18 +88,26 @@ def fetch(
             state = s.scalar(select(Run.state).where(Run.id == run_id))
         else:
             state = s.scalar(select(Experiment.state).where(Experiment.id == experiment_id))
-        return rows, state in TERMINAL
+        return rows, state in TERMINAL, None
 
 
 async def stream(
-    experiment_id: int, run_id: int | None, after: int, follow: bool = True
+    experiment_id: int,
+    run_id: int | None,
+    after: int,
+    follow: bool = True,
+    token_id: int | None = None,
 ) -> AsyncIterator[str]:
     """Server-Sent Events: `event: run`, `id: <event id>`, `data: <json>`; a final
-    `event: end` once the experiment (or run) has ended and every event was sent."""
+    `event: end` once the experiment (or run) has ended and every event was sent, or at once
+    (with the reason) when the token `token_id` is revoked or expires."""
     last = after
     quiet = 0.0
     while True:
-        rows, ended = await asyncio.to_thread(fetch, experiment_id, run_id, last)
+        rows, ended, refused = await asyncio.to_thread(fetch, experiment_id, run_id, last, token_id)
+        if refused is not None:
+            yield f"event: end\nid: {last}\ndata: {json.dumps({'reason': refused})}\n\n"
+            return
         for row in rows:
             last = row["id"]
             yield f"event: run\nid: {last}\ndata: {json.dumps(row)}\n\n"

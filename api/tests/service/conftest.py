@@ -4,11 +4,15 @@ session, brought to the schema by the Alembic migrations, emptied between tests.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import uvicorn
 from alembic import command
 from alembic.config import Config
 from fastapi.testclient import TestClient
@@ -103,6 +107,24 @@ def tokens(clean: None) -> Tokens:
         made["other_submitter"] = auth.create_token(s, "other", "submitter")[1]
         s.commit()
     return Tokens(**made)
+
+
+@pytest.fixture
+def server(tokens: Tokens) -> Iterator[str]:
+    """The app served by a real uvicorn on a free port (in this process, a thread)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+    )
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    while not srv.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
 
 
 @pytest.fixture

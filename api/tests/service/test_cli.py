@@ -4,38 +4,15 @@ gates and JUnit XML."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from satlab import cli, worker
-from satlab.app import create_app
 from satlab.remote_cli import CliError, Expectation, evaluate
 
 from .conftest import FADE, Tokens, needs_testbed, scenario_yaml
-
-
-@pytest.fixture
-def server(tokens: Tokens) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(
-        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    )
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    while not srv.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
 
 
 def run_cli(*argv: str) -> int:

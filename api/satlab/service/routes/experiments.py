@@ -194,8 +194,9 @@ def experiment_events(
 ) -> StreamingResponse:
     experiments.get(session, who, experiment_id)
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    session.close()  # the stream polls with its own short sessions: hold no connection meanwhile
     return StreamingResponse(
-        events.stream(experiment_id, None, start, follow),
+        events.stream(experiment_id, None, start, follow, who.id),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )

@@ -132,8 +132,10 @@ def run_events(
 ) -> StreamingResponse:
     run = runs.get_visible(session, who, run_id)
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    experiment_id = run.experiment_id
+    session.close()  # the stream polls with its own short sessions: hold no connection meanwhile
     return StreamingResponse(
-        events.stream(run.experiment_id, run.id, start, follow),
+        events.stream(experiment_id, run_id, start, follow, who.id),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )
