@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,6 +34,26 @@ def run(*cmd: str, timeout: float = 60, stdin: str | None = None) -> str:
             f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
         )
     return proc.stdout
+
+
+def bpftool_by_id(kind: str, obj_id: int, *cmd: str) -> str | None:
+    """Runs `bpftool -j <cmd> id <obj_id>` on one BPF object (`kind` map, link or prog);
+    returns its stdout, or None when no object has that id any more.
+
+    An id comes from an earlier listing, and the object can be freed before this call
+    (a struct_ops map lingering in TOBEFREE, a link whose loader just exited): that one
+    object is gone, not an error. bpftool reports it as the id lookup failing with
+    ENOENT; any other failure still fails the caller.
+    """
+    argv = ["bpftool", "-j", *cmd, "id", str(obj_id)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0:
+        return proc.stdout
+    # bpftool's wordings: "can't get map by id (7): ...", "failed to get link with ID 7: ..."
+    gone = rf"(by id \({obj_id}\)|{kind} with ID {obj_id}): No such file or directory"
+    if re.search(gone, proc.stdout + proc.stderr):
+        return None
+    raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}")
 
 
 # --- struct_ops registration -------------------------------------------------------
@@ -76,19 +97,31 @@ def struct_ops_ids(name: str) -> list[int]:
     socket, a namespace's default); it is no longer registered and cannot be
     unregistered again.
     """
-    ids = []
-    for map_id in struct_ops_maps(name):
-        dump = run("bpftool", "-j", "struct_ops", "dump", "id", str(map_id))
-        for item in _flat(json_values(dump)):
-            value = item.get("bpf_struct_ops_tcp_congestion_ops")
-            if value and value["common"]["state"] == "BPF_STRUCT_OPS_STATE_INUSE":
-                ids.append(map_id)
-    return ids
+    return [
+        map_id
+        for map_id in struct_ops_maps(name)
+        if struct_ops_state(map_id) == "BPF_STRUCT_OPS_STATE_INUSE"
+    ]
+
+
+def struct_ops_state(map_id: int) -> str | None:
+    """The state of tcp_congestion_ops struct_ops map `map_id`, or None once it is freed."""
+    dump = bpftool_by_id("map", map_id, "struct_ops", "dump")
+    if dump is None:
+        return None
+    states = [
+        item["bpf_struct_ops_tcp_congestion_ops"]["common"]["state"]
+        for item in _flat(json_values(dump))
+        if "bpf_struct_ops_tcp_congestion_ops" in item
+    ]
+    assert len(states) == 1, f"struct_ops map {map_id}: expected one state in {dump}"
+    return states[0]
 
 
 def unregister(name: str) -> None:
     for map_id in struct_ops_ids(name):
-        run("bpftool", "struct_ops", "unregister", "id", str(map_id))
+        # None (freed since it was listed) is as unregistered as it gets.
+        bpftool_by_id("map", map_id, "struct_ops", "unregister")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ca_harness import AVAILABLE, BUILD
+from ca_harness import AVAILABLE, BUILD, bpftool_by_id
 
 BPFFS = Path("/sys/fs/bpf")
 CGROUP2 = Path("/sys/fs/cgroup/unified")
@@ -82,8 +82,8 @@ def cgroup(name: str) -> Iterator[Path]:
 
 
 def link_exists(link_id: int) -> bool:
-    r = subprocess.run(["bpftool", "link", "show", "id", str(link_id)], capture_output=True)
-    return r.returncode == 0
+    """Whether BPF link `link_id` is still there (any error other than its absence fails)."""
+    return bpftool_by_id("link", link_id, "link", "show") is not None
 
 
 def map_entries(pinned: Path) -> list[dict[str, Any]]:

@@ -65,7 +65,8 @@ def sweep_stale(tag: str) -> list[str]:
         pid = int(parts[1])
         if pid == os.getpid() or Path(f"/proc/{pid}").exists():
             continue
-        with contextlib.suppress(Exception):
+        # Another session's sweeper may have removed it since the listing: gone is fine.
+        with contextlib.suppress(FileNotFoundError):
             netns.remove(name)
             removed.append(name)
     return removed

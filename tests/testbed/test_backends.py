@@ -11,12 +11,20 @@ from satlab.testbed.testbed import Testbed
 from satlab.testbed.testbed import TestbedError as RefusedError  # (not a test class)
 
 
+def _running(pid: int) -> bool:
+    """True for a live process; a zombie is not, nor one reaped while we look (no /proc entry)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def test_agent_reset_stops_every_process_and_forgets_it() -> None:
     with Testbed(servers=1, clients=1) as tb:
         body = {"id": "sink0", "kind": "traffic", "args": ["sink", "--port", "5001"]}
         pid = tb.agent("cli1", "POST", "/processes", body)["pid"]
         assert tb.agent("cli1", "DELETE", "/processes") == {"stopped": ["sink0"]}
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+        assert not _running(pid)
         with pytest.raises(AgentError, match="404"):
             tb.agent("cli1", "GET", "/processes/sink0")
         # the same id can be used again by the next run

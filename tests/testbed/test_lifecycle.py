@@ -22,7 +22,7 @@ def _running(pid: int) -> bool:
     """True for a live process; a zombie (killed, not yet reaped by its new parent) is not."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before the open, or the read
         return False
 
 
@@ -88,3 +88,15 @@ def test_sweeper_cleans_up_after_a_killed_owner() -> None:
     assert not topology.project_namespaces(tid)
     time.sleep(0.2)
     assert not any(_running(pid) for pid in agents)
+
+
+def test_sweeper_leaves_a_testbed_whose_state_is_not_written_yet() -> None:
+    """A state directory without state.json belongs to an owner that is creating it (namespaces
+    come after the state) or removing it (they went before): it is not the sweeper's to remove."""
+    being_made = STATE_ROOT / f"sweeptest-{os.getpid()}"
+    being_made.mkdir(parents=True)
+    try:
+        assert being_made.name not in sweep()
+        assert being_made.is_dir()
+    finally:
+        being_made.rmdir()

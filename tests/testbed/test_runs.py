@@ -83,7 +83,10 @@ def test_a_killed_agent_fails_the_run_with_its_reason(emulator_bin: Path, tmp_pa
     pid = None
     while pid is None and time.monotonic() < deadline:  # the testbed's state names its agents
         for path in Path(tbmod.STATE_ROOT).glob("*/state.json"):
-            state = json.loads(path.read_text())
+            try:
+                state = json.loads(path.read_text())
+            except FileNotFoundError:  # another process's testbed, closed since the listing
+                continue
             if state["owner_pid"] == os.getpid():  # this test's testbed, not another process's
                 pid = state["agents"].get("srv1")
         time.sleep(0.2)

@@ -64,7 +64,10 @@ def kill_agent_group(agent_pid: int) -> None:
 def sweep() -> list[str]:
     """Remove every testbed whose owner process is gone: its agents (by recorded PID), then its
     namespaces and pinned BPF maps. Namespaces with the project prefix and no state directory
-    are leftovers too."""
+    are leftovers too.
+
+    Other processes create and close testbeds meanwhile, so whatever was listed may be gone, or
+    just made, when the sweeper acts on it: each step decides on what is there at that moment."""
     swept = []
     known = set()
     if STATE_ROOT.is_dir():
@@ -72,13 +75,18 @@ def sweep() -> list[str]:
             known.add(d.name)
             try:
                 state = json.loads((d / "state.json").read_text())
+            except FileNotFoundError:
+                # No state (any more): its owner is still writing it or already removing the
+                # directory. Namespaces come only after the state, and go before it.
+                continue
             except (OSError, json.JSONDecodeError):
                 state = {"owner_pid": -1, "agents": {}}
             if state["owner_pid"] > 0 and _alive(state["owner_pid"]):
                 continue
             for pid in state["agents"].values():
                 if _is_our_agent(pid):
-                    os.kill(pid, signal.SIGKILL)
+                    with contextlib.suppress(ProcessLookupError):  # it exited since the check
+                        os.kill(pid, signal.SIGKILL)
                 kill_agent_group(pid)
             topology.teardown(d.name)
             schemes.remove_pins(d.name)
@@ -86,7 +94,8 @@ def sweep() -> list[str]:
             swept.append(d.name)
     for name in topology.project_namespaces():
         tid = name[len(topology.PREFIX) :].split("-", 1)[0]
-        if tid not in known:
+        # A testbed started since the state directories were listed has its directory by now.
+        if tid not in known and not (STATE_ROOT / tid).exists():
             topology.teardown(tid)
             swept.append(tid)
     return swept
@@ -150,7 +159,11 @@ class Testbed:
             "owner_pid": os.getpid(),
             "agents": {r: p.pid for r, p in self.agent_procs.items()},
         }
-        (self.dir / "state.json").write_text(json.dumps(state))
+        # Written aside and renamed into place: a sweeper reading it meanwhile sees the old or
+        # the new state, never a half-written file it would take for an orphan's.
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(state))
+        tmp.replace(self.dir / "state.json")
 
     def _start_agents(self) -> None:
         assert self.topo is not None

@@ -157,7 +157,8 @@ def teardown(testbed_id: str) -> list[str]:
     """Remove every namespace of the testbed (their interfaces go with them)."""
     removed = []
     for name in project_namespaces(testbed_id):
-        with contextlib.suppress(OSError):
+        # Gone since the listing (its owner or a sweeper removed it meanwhile): nothing to do.
+        with contextlib.suppress(FileNotFoundError):
             netns.remove(name)
             removed.append(name)
     return removed
