@@ -17,24 +17,27 @@ LOGS="$ROOT/.data/logs"
 TOKEN_FILE="$ROOT/.data/local-admin-token"
 mkdir -p "$LOGS"
 
-pids=()
+API_PID=""
+WORKER_PID=""
 stop_all() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in $API_PID $WORKER_PID; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
-trap stop_all EXIT INT TERM
+trap stop_all EXIT
+trap 'exit 130' INT TERM
 
 step "Database schema (alembic upgrade)" "$SATLAB" migrate
 
 # The API runs as the unprivileged service user (scripts/lib.sh): it answers every request and
 # needs no privilege; only the worker, which builds network namespaces, runs as root.
 start_api() {
-  (cd "$ROOT/api" && exec setpriv --reuid="$SERVICE_USER" --regid="$SERVICE_USER" --init-groups "$VENV/bin/uvicorn" satlab.app:app \
-    --host "$HOST" --port "$PORT" --log-level warning) >>"$LOGS/api.log" 2>&1 &
-  pids+=($!)
+  (cd "$ROOT/api" && exec setpriv --reuid="$SERVICE_USER" --regid="$SERVICE_USER" --init-groups \
+    "$VENV/bin/uvicorn" satlab.app:app --host "$HOST" --port "$PORT" --log-level warning) \
+    >>"$LOGS/api.log" 2>&1 &
+  API_PID=$!
   for _ in $(seq 100); do
     curl -fs "$SATLAB_URL/api/health" >/dev/null && return 0
-    kill -0 "${pids[-1]}" 2>/dev/null || { tail -5 "$LOGS/api.log"; return 1; }
+    kill -0 "$API_PID" 2>/dev/null || { tail -5 "$LOGS/api.log"; return 1; }
     sleep 0.1
   done
   echo "    the API did not answer on $SATLAB_URL (log: $LOGS/api.log)"; return 1
@@ -43,9 +46,10 @@ step "API and web UI on $SATLAB_URL (log .data/logs/api.log)" start_api
 
 start_worker() {
   "$SATLAB" worker >>"$LOGS/worker.log" 2>&1 &
-  pids+=($!)
+  WORKER_PID=$!
+  WORKER_STARTED=$SECONDS
   sleep 1
-  kill -0 "${pids[-1]}" 2>/dev/null || { tail -5 "$LOGS/worker.log"; return 1; }
+  kill -0 "$WORKER_PID" 2>/dev/null || { tail -5 "$LOGS/worker.log"; return 1; }
 }
 step "Worker (log .data/logs/worker.log)" start_worker
 
@@ -71,6 +75,21 @@ cat <<EOF
     API docs: $SATLAB_URL/docs    CLI: SATLAB_TOKEN=... .venv/bin/satlab list
     Ctrl-C stops the API and the worker.
 EOF
-wait -n "${pids[@]}"
-echo "a service process exited; see $LOGS" >&2
-exit 1
+# Supervise: the API is the service, so its exit ends `make run`; a worker that dies is started
+# again (the janitors re-queue the run it held), waiting longer after each quick death (2, 4, ...,
+# 60 s) so a worker that cannot start does not spin.
+backoff=2
+while :; do
+  wait -n "$API_PID" "$WORKER_PID" || true
+  if ! kill -0 "$API_PID" 2>/dev/null; then
+    echo "the API exited; see $LOGS/api.log" >&2
+    exit 1
+  fi
+  if ! kill -0 "$WORKER_PID" 2>/dev/null; then
+    if [ $((SECONDS - WORKER_STARTED)) -ge 60 ]; then backoff=2; fi
+    echo "==> the worker exited (log .data/logs/worker.log); starting another in ${backoff}s" >&2
+    sleep "$backoff"
+    start_worker || true
+    backoff=$((backoff * 2 > 60 ? 60 : backoff * 2))
+  fi
+done

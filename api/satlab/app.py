@@ -2,7 +2,13 @@
 
 Every /api endpoint but /api/health needs `Authorization: Bearer <token>` (service/auth.py);
 /docs and /openapi.json are open. Errors are JSON `{"detail": "...", "errors": ["field: reason"]}`.
+A request body over `max_request_bytes` is refused with 413 before anything reads it (BodyLimit).
 """
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -10,10 +16,13 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError, SQLAlchemyError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from satlab import __version__, db
+from satlab.service import janitor as janitors
 from satlab.service.errors import ServiceError
 from satlab.service.routes import admin, experiments, runs, scenarios
+from satlab.service.runs import WorkerIdentity
 from satlab.settings import get_settings
 
 
@@ -24,13 +33,101 @@ def _field(loc: tuple[int | str, ...]) -> str:
     return ".".join(parts) or "(request)"
 
 
+class BodyTooLarge(Exception):
+    """Raised into the app from receive() when the body passes the limit; aborts the request."""
+
+
+class BodyLimit:
+    """Refuses a request body over `max_bytes` with 413, before any route, dependency or the
+    authentication sees it: at once when Content-Length says so, else as soon as the bytes
+    received pass the limit (chunked bodies), without reading the rest.
+
+    Pure ASGI, so it counts what the server hands over instead of buffering the body first."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if _content_length(scope) > self.max_bytes:
+            await self._refuse(scope, send)
+            return
+        received, over, started = 0, False, False
+
+        async def counting_receive() -> Message:
+            nonlocal received, over
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    over = True
+                    raise BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if over:
+                return  # the app's own answer to BodyTooLarge (FastAPI makes it a 400): dropped
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except Exception:
+            if not over:
+                raise
+        # A response already under way (none of the routes streams one while reading) cannot be
+        # replaced; the server then closes the connection on the incomplete response.
+        if over and not started:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        reason = f"over the {self.max_bytes}-byte limit (max_request_bytes)"
+        response = JSONResponse(
+            status_code=413,
+            content={"detail": f"request body is {reason}", "errors": [f"(body): {reason}"]},
+            headers={"Connection": "close"},  # the rest of the body is never read
+        )
+        await response(scope, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _content_length(scope: Scope) -> int:
+    """The declared body length; -1 when absent or not a number (the server refuses those)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else -1
+    return -1
+
+
+@asynccontextmanager
+async def _lifespan(_: FastAPI) -> AsyncIterator[None]:
+    """While the app serves, its janitor re-queues the runs of dead workers (service/janitor.py)."""
+    janitor = janitors.for_api(WorkerIdentity(socket.gethostname(), os.getpid()))
+    if janitor is not None:
+        janitor.start()
+    try:
+        yield
+    finally:
+        if janitor is not None:
+            janitor.stop()
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
+        lifespan=_lifespan,
         title="SatLab",
         version=__version__,
         description="GEO satellite link experiments: scenarios, experiments, runs, results. "
         "Authenticate with `Authorization: Bearer <token>` (see docs/api.md).",
     )
+    app.add_middleware(BodyLimit, max_bytes=get_settings().max_request_bytes)
 
     @app.exception_handler(ServiceError)
     def service_error(_: Request, exc: ServiceError) -> JSONResponse:

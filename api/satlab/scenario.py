@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from satlab.schemes import SCHEMES
 
@@ -297,9 +298,29 @@ class Capture(Strict):
     max_bytes_per_host: int = Field(20_000_000, ge=10_000, le=1_000_000_000)
 
 
+# Scenario names become file names (exports, result directories): a letter or digit, then up to 63
+# of [A-Za-z0-9_.-] (so never '.', '..', '-rf' or '.hidden'), and not a Windows device name. Upload
+# names are segments of the same grammar (service/files.py NAME_RE).
+NAME_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+WINDOWS_DEVICE_RE = re.compile(r"(CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(\..*)?", re.IGNORECASE)
+
+
+def _scenario_name(name: str) -> str:
+    if not re.fullmatch(NAME_SEGMENT, name) or WINDOWS_DEVICE_RE.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a valid name: a letter or digit followed by up to 63 of "
+            "A-Z a-z 0-9 _ . -, not a Windows device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9)"
+        )
+    return name
+
+
 class Scenario(Strict):
     version: Literal[1] = 1
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    name: Annotated[
+        str,
+        AfterValidator(_scenario_name),
+        Field(json_schema_extra={"pattern": f"^{NAME_SEGMENT}$"}),
+    ]
     description: str = ""
     seed: int = Field(1, ge=0, le=2**63 - 1)
     duration_s: float = Field(30, gt=0, le=3600, description="run length; flows stop at the end")

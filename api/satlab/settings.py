@@ -21,17 +21,31 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 4 << 20  # traces, delay files, MODCOD and PER tables
     max_scenario_bytes: int = 256 << 10  # one scenario YAML document
     max_artifact_bytes: int = 20 << 20  # one artifact (pcap, log); larger ones are not stored
+    # Any request body, counted while it is read and before authentication (app.py BodyLimit);
+    # uploads pass through it too, so it must stay above max_upload_bytes.
+    max_request_bytes: int = 5 << 20
 
     # Auth: default per-token rate limit (requests per minute, token bucket, per API process).
     rate_limit_per_min: int = 600
+    # Failed authentications (no token, unknown, revoked or expired) per client address and
+    # minute, per API process; then 429 until the bucket refills.
+    auth_failures_per_min: int = 120
 
     # Experiments: set-up overhead per run used in estimates until runs have measured it.
     default_setup_overhead_s: float = 3.0
+    # Work one experiment, and one token's queued and running runs, may ask for (service/limits.py).
+    max_runs_per_experiment: int = 2000
+    max_experiment_hours: float = 72.0
+    max_pending_runs_per_token: int = 5000
+    max_pending_hours_per_token: float = 168.0
 
     # Workers.
     heartbeat_period_s: float = 3.0  # a running run's heartbeat_at is refreshed this often
     stale_after_s: float = 20.0  # a running run without a heartbeat for this long is orphaned
     janitor_period_s: float = 10.0
+    # The API's own janitor (service/janitor.py): re-queues the runs of dead workers even when no
+    # worker is alive. 0 turns it off (the service tests drive the janitor by hand).
+    api_janitor_period_s: float = 10.0
     max_attempts: int = 2  # a run orphaned by a dead worker is retried while attempt < this
     control_timeout_s: float = 10.0  # live control: how long the API waits for the worker
 
@@ -44,3 +58,19 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()  # database_url comes from the environment
+
+
+class CheckLimits(BaseSettings):
+    """Limits of the external checks the API runs per request (`satlab-emulator --check`).
+    Apart from Settings because the command line and the workers run the check too, without a
+    database URL."""
+
+    model_config = SettingsConfigDict(env_prefix="SATLAB_", extra="ignore")
+
+    check_timeout_s: float = 10.0  # then the check is killed and the link refused
+    check_memory_bytes: int = 1 << 30  # address space (RLIMIT_AS); --check needs about 10 MiB
+
+
+@lru_cache
+def get_check_limits() -> CheckLimits:
+    return CheckLimits()

@@ -32,6 +32,7 @@ from satlab import db
 from satlab.scenario import RunSpec, Scenario, parse_scenario
 from satlab.service import control, queue, runs
 from satlab.service import files as file_store
+from satlab.service.janitor import Janitor
 from satlab.service.models import Experiment, UploadedFile
 from satlab.settings import get_settings
 
@@ -150,22 +151,6 @@ def run_task(run_id: int) -> None:
     execute_run(run_id)
 
 
-class Janitor(threading.Thread):
-    def __init__(self, me: runs.WorkerIdentity) -> None:
-        super().__init__(name="janitor", daemon=True)
-        self.me = me
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(get_settings().janitor_period_s):
-            try:
-                with db.new_session() as s:
-                    runs.beat_worker(s, self.me)
-                    runs.janitor(s, self.me, SWEEP)
-            except Exception:  # noqa: BLE001
-                log.exception("janitor")
-
-
 def _forget_parent_signal_wakeup() -> None:
     """In a child forked by a job (pyroute2 forks to create namespaces), drop the asyncio signal
     wakeup fd inherited from the worker's event loop. Otherwise the SIGTERM pyroute2 sends its
@@ -183,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     with db.new_session() as s:
         runs.register_worker(s, me)
         runs.janitor(s, me, SWEEP)
-    janitor = Janitor(me)
+    janitor = Janitor(me, SWEEP, get_settings().janitor_period_s, beat=True)
     janitor.start()
     log.info("worker %s waiting for runs", me.id)
     try:

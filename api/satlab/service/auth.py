@@ -9,6 +9,12 @@ submit; a scoped token sees only experiments of those scenarios.
 Rate limit: a token bucket per token and per API process (capacity = the per-minute limit,
 refilled continuously); with several API processes the effective limit is multiplied by their
 number. Exceeding it gives 429 with Retry-After.
+
+Failed authentications (no token, or one that is unknown, revoked or expired) take from a bucket
+of the client's address (`auth_failures_per_min`, default 120); while it is empty every request
+from that address, with a valid token or not, gets 429 with Retry-After before its token is
+looked up. Behind a reverse proxy the address is the one uvicorn takes from X-Forwarded-For
+(`--forwarded-allow-ips`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import hashlib
 import secrets
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -33,6 +40,7 @@ from satlab.settings import get_settings
 
 TOKEN_PREFIX = "sl_"
 LAST_USED_WRITE_PERIOD_S = 60.0
+MAX_BUCKETS = 10_000  # above this many, buckets idle for a minute (so full) are dropped
 
 
 def hash_token(token: str) -> str:
@@ -97,24 +105,39 @@ def revoke_token(session: Session, token_id: int) -> ApiToken:
 
 
 class TokenBuckets:
-    """In-process token buckets, one per API token."""
+    """In-process token buckets: one per API token (key: its id) and one per client address for
+    failed authentications (key: ("failed", address))."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._buckets: dict[int, tuple[float, float]] = {}  # id -> (tokens, last refill)
+        self._buckets: dict[Hashable, tuple[float, float]] = {}  # key -> (tokens, last refill)
 
-    def take(self, token_id: int, per_min: int) -> float:
+    def take(self, key: Hashable, per_min: int) -> float:
         """0 when the request may go ahead, else the seconds until it may."""
+        return self._wait(key, per_min, take=True)
+
+    def peek(self, key: Hashable, per_min: int) -> float:
+        """Like take, without taking anything."""
+        return self._wait(key, per_min, take=False)
+
+    def _wait(self, key: Hashable, per_min: int, take: bool) -> float:
         now = time.monotonic()
         rate = per_min / 60.0
         with self._lock:
-            tokens, last = self._buckets.get(token_id, (float(per_min), now))
+            if len(self._buckets) > MAX_BUCKETS:
+                self._forget_full(now)
+            tokens, last = self._buckets.get(key, (float(per_min), now))
             tokens = min(float(per_min), tokens + (now - last) * rate)
             if tokens >= 1.0:
-                self._buckets[token_id] = (tokens - 1.0, now)
+                self._buckets[key] = (tokens - 1.0 if take else tokens, now)
                 return 0.0
-            self._buckets[token_id] = (tokens, now)
+            self._buckets[key] = (tokens, now)
             return (1.0 - tokens) / rate
+
+    def _forget_full(self, now: float) -> None:
+        # One bucket per client address that ever failed would grow without end; a bucket left
+        # alone for a minute is full again, the same as no bucket.
+        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60.0}
 
     def reset(self) -> None:
         with self._lock:
@@ -125,7 +148,22 @@ buckets = TokenBuckets()
 _last_used_written: dict[int, float] = {}
 
 
-def authenticate(session: Session, authorization: str | None) -> Principal:
+def _retry_after(wait: float) -> dict[str, str]:
+    return {"Retry-After": str(max(1, round(wait + 0.5)))}
+
+
+def _refuse_failing_client(client: str) -> None:
+    """429 while the client's address has used up its failed authentications."""
+    per_min = get_settings().auth_failures_per_min
+    wait = buckets.peek(("failed", client), per_min)
+    if wait > 0:
+        raise TooManyRequests(
+            f"more than {per_min} failed authentications per minute from {client}",
+            _retry_after(wait),
+        )
+
+
+def _valid_token(session: Session, authorization: str | None) -> ApiToken:
     if not authorization or not authorization.lower().startswith("bearer "):
         raise Unauthorized(
             "an API token is required: Authorization: Bearer <token>",
@@ -138,12 +176,28 @@ def authenticate(session: Session, authorization: str | None) -> Principal:
         raise Unauthorized(
             "the token is unknown, revoked or expired", {"WWW-Authenticate": "Bearer"}
         )
+    return row
+
+
+def authenticate(
+    session: Session, authorization: str | None, client: str | None = None
+) -> Principal:
+    """The token's Principal; `client` (the caller's address) is charged for a failure and
+    refused with 429 while it has too many (no limit without it)."""
+    if client is not None:
+        _refuse_failing_client(client)
+    try:
+        row = _valid_token(session, authorization)
+    except Unauthorized:
+        if client is not None:
+            buckets.take(("failed", client), get_settings().auth_failures_per_min)
+        raise
+    now = datetime.now(UTC)
     per_min = row.rate_limit_per_min or get_settings().rate_limit_per_min
     wait = buckets.take(row.id, per_min)
     if wait > 0:
         raise TooManyRequests(
-            f"rate limit of {per_min} requests per minute exceeded",
-            {"Retry-After": str(max(1, round(wait + 0.5)))},
+            f"rate limit of {per_min} requests per minute exceeded", _retry_after(wait)
         )
     mono = time.monotonic()
     if mono - _last_used_written.get(row.id, -1e9) > LAST_USED_WRITE_PERIOD_S:
@@ -161,7 +215,8 @@ def require(role: str) -> Any:
     def dependency(
         request: Request, session: Annotated[Session, Depends(get_session)]
     ) -> Principal:
-        p = authenticate(session, request.headers.get("authorization"))
+        client = request.client.host if request.client else "(unknown)"
+        p = authenticate(session, request.headers.get("authorization"), client)
         if not p.at_least(role):
             raise Forbidden(f"this needs the {role} role; the token has {p.role}")
         return p

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from satlab import db
@@ -78,7 +79,7 @@ def fetch(
             token = s.get(ApiToken, token_id)
             if token is None or token.revoked_at is not None:
                 return [], True, "the token was revoked"
-            if token.expires_at is not None and token.expires_at <= s.scalar(select(func.now())):
+            if token.expires_at is not None and token.expires_at <= datetime.now(UTC):
                 return [], True, "the token expired"
         q = select(RunEvent).where(RunEvent.experiment_id == experiment_id, RunEvent.id > after)
         if run_id is not None:

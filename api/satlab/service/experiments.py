@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from satlab.scenario import Sweep, expand_runs
-from satlab.service import events, links, queue, scenarios
+from satlab.service import events, limits, links, queue, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, NotFound
 from satlab.service.models import Experiment, Run, ScenarioRevision
@@ -95,14 +95,22 @@ def plan(session: Session, who: Principal, body: ExperimentIn) -> dict[str, Any]
     )
     spec_data = _effective_spec(rev, body)
     spec = scenarios.parse_spec(spec_data)
+    overhead, source = setup_overhead_s(session)
+    per_run = spec.duration_s + overhead
+    # Counted before anything is expanded: a plan over the limits costs nothing.
+    n_values = len(spec.sweep.values) if spec.sweep else 1
+    n_runs = len(spec.configurations) * n_values * spec.repetitions
+    shape = (
+        f"{len(spec.configurations)} configurations x {n_values} sweep.values x "
+        f"{spec.repetitions} repetitions"
+    )
+    limits.check_plan(session, who, n_runs, n_runs * per_run, shape)
     expanded = links.expanded_links(spec)
     runs = expand_runs(spec)
-    pinned = links.pin_files(session, expanded)
+    pinned = links.pin_files(session, expanded, rev.files)
     if body.sweep is not None:
         # The revision's own links passed the check when it was stored; an override's did not.
         links.check_with_emulator(session, expanded, pinned)
-    overhead, source = setup_overhead_s(session)
-    per_run = spec.duration_s + overhead
     return {
         "scenario": sc,
         "revision": rev,

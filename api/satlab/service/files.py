@@ -8,8 +8,9 @@ delay, modcod, per) so an upload that the emulator would refuse is refused at on
 - modcod: `id MOD rate efficiency esn0_db` (+ optional `nb_fmt = N`), id in [1, 255]
 - per: `modcod_id,esn0_db,per` (optional header row), per in [0, 1], esn0_db in [-50, 80]
 
-Files are immutable: uploading a name again with other content adds a version; an experiment pins
-the newest version of every file its scenario names when it is submitted.
+Files are immutable: uploading a name again with other content adds a version. A scenario
+revision pins the content (sha256) of every file its links name when it is stored, and its
+experiments use exactly that content (service/links.py).
 """
 
 from __future__ import annotations
@@ -26,11 +27,21 @@ from sqlalchemy.orm import Session
 
 from satlab.scenario import LINK_PATH_KEYS
 from satlab.service.auth import Principal
-from satlab.service.errors import Invalid, NotFound, TooLarge
+from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge
 from satlab.service.models import FILE_KINDS, UploadedFile
 from satlab.settings import get_settings
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,199}$")
+# Upload names (see upload()): segments joined by single '/', each a letter or digit then up to 63
+# of [A-Za-z0-9_.-] (as scenario names, satlab.scenario), none a Windows device name; 200 in all.
+NAME_RE = re.compile(
+    r"""
+    ^(?=.{1,200}\Z)
+    (?!(?:.*/)?(?:CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(?:\.[^/]*)?(?:/|\Z))
+    [A-Za-z0-9][A-Za-z0-9_.-]{0,63}
+    (?:/[A-Za-z0-9][A-Za-z0-9_.-]{0,63})*\Z
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
 MODULATIONS = {"bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"}
 
 
@@ -152,11 +163,21 @@ def validate(kind: str, content: bytes) -> int:
 
 
 def upload(session: Session, who: Principal, name: str, kind: str, content: bytes) -> UploadedFile:
+    """Store a file under `name`, a relative path: segments separated by single '/', each starting
+    with a letter or digit followed by up to 63 letters, digits, '_', '.' or '-' (so no '.', '..',
+    '-rf', '.hidden', empty segment), none a Windows device name (CON, PRN, AUX, NUL, COM1-9,
+    LPT1-9, any case, with or without an extension), at most 200 characters. Uploads are written
+    out under their names for runs, so a name may not also be a directory of another upload's name
+    (`a` and `a/b`)."""
     limit = get_settings().max_upload_bytes
     if len(content) > limit:
         raise TooLarge(f"file is {len(content)} bytes; the limit is {limit}")
-    if not NAME_RE.match(name) or ".." in name.split("/"):
-        raise Invalid(f"name: {name!r} must be a relative path of [A-Za-z0-9_./-], no '..'")
+    if not NAME_RE.match(name):
+        raise Invalid(
+            f"name: {name!r} is not a valid file name: segments separated by single '/', each a "
+            "letter or digit followed by up to 63 of A-Z a-z 0-9 _ . -, none a Windows device "
+            "name (CON, PRN, AUX, NUL, COM1-9, LPT1-9), 200 characters at most"
+        )
     if kind not in FILE_KINDS:
         raise Invalid(f"kind: must be one of {', '.join(FILE_KINDS)}")
     try:
@@ -169,6 +190,24 @@ def upload(session: Session, who: Principal, name: str, kind: str, content: byte
     )
     if existing is not None:
         return existing
+    _check_owner(session, who, name)
+    # One upload at a time from here to the commit (a transaction-scoped lock), so two concurrent
+    # uploads `a` and `a/b` cannot both pass the clash check below.
+    session.execute(select(func.pg_advisory_xact_lock(0x5A7_F11E5)))
+    parents = ["/".join(name.split("/")[:i]) for i in range(1, name.count("/") + 1)]
+    clash = session.scalar(
+        select(UploadedFile.name)
+        .where(
+            UploadedFile.name.in_(parents)
+            | UploadedFile.name.startswith(name + "/", autoescape=True)
+        )
+        .limit(1)
+    )
+    if clash is not None:
+        raise Invalid(
+            f"name: {name!r} clashes with the uploaded file {clash!r}: "
+            "a name cannot be both a file and a directory of other files"
+        )
     row = UploadedFile(
         name=name,
         kind=kind,
@@ -180,6 +219,24 @@ def upload(session: Session, who: Principal, name: str, kind: str, content: byte
     session.add(row)
     session.commit()
     return row
+
+
+def _check_owner(session: Session, who: Principal, name: str) -> None:
+    """A name belongs to whoever uploaded it first: only they (or an admin) add versions, so
+    nobody changes the files another submitter's scenarios name."""
+    first = session.execute(
+        select(UploadedFile.created_by)
+        .where(UploadedFile.name == name)
+        .order_by(UploadedFile.id)
+        .limit(1)
+    ).first()
+    if first is None:
+        return  # a new name
+    if who.role != "admin" and first.created_by != who.id:
+        raise Forbidden(
+            f"name: {name!r} belongs to another user's uploads; only they or an admin may add "
+            "a version (choose another name)"
+        )
 
 
 def get(session: Session, file_id: int) -> UploadedFile:
@@ -213,20 +270,22 @@ def link_file_refs(link: Any, where: str = "link") -> Iterator[tuple[str, str]]:
             yield from link_file_refs(v, f"{where}.{i}")
 
 
-def resolve_refs(session: Session, link: Any) -> dict[str, int]:
-    """The newest uploaded version of every file the link names; Invalid naming each field whose
-    file was never uploaded."""
+def resolve_refs(
+    session: Session, link: Any, hashes: dict[str, str] | None = None
+) -> dict[str, int]:
+    """The upload of every file the link names: the one with the content hash in `hashes` (a
+    revision's pins), else the newest of that name. Invalid naming each field whose file was
+    never uploaded."""
+    hashes = hashes or {}
     pinned: dict[str, int] = {}
     errors = []
     for where, name in link_file_refs(link):
         if name in pinned:
             continue
-        row_id = session.scalar(
-            select(UploadedFile.id)
-            .where(UploadedFile.name == name)
-            .order_by(UploadedFile.id.desc())
-            .limit(1)
-        )
+        q = select(UploadedFile.id).where(UploadedFile.name == name)
+        if name in hashes:
+            q = q.where(UploadedFile.sha256 == hashes[name])
+        row_id = session.scalar(q.order_by(UploadedFile.id.desc()).limit(1))
         if row_id is None:
             errors.append(
                 f"{where}: no uploaded file named {name!r} "
@@ -237,6 +296,14 @@ def resolve_refs(session: Session, link: Any) -> dict[str, int]:
     if errors:
         raise Invalid(errors)
     return pinned
+
+
+def content_hashes(session: Session, pinned: dict[str, int]) -> dict[str, str]:
+    """name -> sha256 of pinned uploads."""
+    rows = session.execute(
+        select(UploadedFile.name, UploadedFile.sha256).where(UploadedFile.id.in_(pinned.values()))
+    )
+    return {name: digest for name, digest in rows}
 
 
 def materialize(rows: dict[str, UploadedFile | None], root: Path) -> dict[str, str]:

@@ -34,11 +34,14 @@ def expanded_links(spec: ScenarioSpec) -> list[dict[str, Any]]:
     return list(distinct.values())
 
 
-def pin_files(session: Session, links: list[dict[str, Any]]) -> dict[str, int]:
-    """name -> id of the newest upload of every file any of the links names."""
+def pin_files(
+    session: Session, links: list[dict[str, Any]], hashes: dict[str, str] | None = None
+) -> dict[str, int]:
+    """name -> id of the upload of every file any of the links names: the content a revision
+    pinned (`hashes`), else the newest upload of the name."""
     pinned: dict[str, int] = {}
     for link in links:
-        pinned.update(files.resolve_refs(session, link))
+        pinned.update(files.resolve_refs(session, link, hashes))
     return pinned
 
 
@@ -60,9 +63,15 @@ def check_with_emulator(
                 raise Invalid([f"link: {err}".replace(tmp + "/", "")]) from None
 
 
-def pin_and_check(session: Session, spec: ScenarioSpec) -> dict[str, int]:
-    """The pinned uploads of every expanded link, after the emulator accepted each link."""
+def pin_and_check(session: Session, spec: ScenarioSpec) -> dict[str, str]:
+    """name -> sha256 of the newest upload of every file the scenario's links name, after the
+    emulator accepted each link with them: a revision's pins."""
     links = expanded_links(spec)
     pinned = pin_files(session, links)
     check_with_emulator(session, links, pinned)
-    return pinned
+    return files.content_hashes(session, pinned)
+
+
+def current_pins(session: Session, spec: ScenarioSpec) -> dict[str, str]:
+    """What pin_and_check would pin now, without the emulator's check."""
+    return files.content_hashes(session, pin_files(session, expanded_links(spec)))

@@ -54,24 +54,26 @@ def render(session: Session) -> str:
     out.append(f"satlab_run_duration_seconds_count {row[-2]}")
     out.append(f"satlab_run_duration_seconds_sum {float(row[-1]):.3f}")
 
+    # A worker that stopped, or whose heartbeat is older than stale_after_s (killed), is gone:
+    # its series disappear rather than report it busy forever.
     stale = get_settings().stale_after_s
-    workers = session.execute(
+    alive = session.execute(
         text(
-            "SELECT id, extract(epoch FROM now() - heartbeat_at), current_run_id, stopped_at"
-            " FROM workers WHERE stopped_at IS NULL OR stopped_at > now() - interval '1 hour'"
+            "SELECT id, extract(epoch FROM now() - heartbeat_at), current_run_id FROM workers"
+            " WHERE stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => :stale)"
             " ORDER BY id"
-        )
+        ),
+        {"stale": stale},
     ).all()
     head("satlab_workers_alive", "gauge", f"Workers with a heartbeat in the last {stale:g} s.")
-    alive = [w for w in workers if w[3] is None and w[1] <= stale]
     out.append(f"satlab_workers_alive {len(alive)}")
-    head("satlab_worker_heartbeat_age_seconds", "gauge", "Seconds since each worker's heartbeat.")
-    for w in workers:
+    head("satlab_worker_heartbeat_age_seconds", "gauge", "Seconds since each live worker's beat.")
+    for w in alive:
         out.append(
             f'satlab_worker_heartbeat_age_seconds{{worker="{_esc(w[0])}"}} {float(w[1]):.1f}'
         )
-    head("satlab_worker_busy", "gauge", "1 when the worker is running a run.")
-    for w in workers:
+    head("satlab_worker_busy", "gauge", "1 when the live worker is running a run.")
+    for w in alive:
         out.append(f'satlab_worker_busy{{worker="{_esc(w[0])}"}} {int(w[2] is not None)}')
     jobs = session.execute(
         text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")

@@ -87,6 +87,8 @@ class ScenarioRevision(Base):
     number: Mapped[int] = mapped_column(Integer)
     yaml: Mapped[str] = mapped_column(Text)  # verbatim, comments and all
     spec: Mapped[dict[str, Any]] = mapped_column(JSONB)  # validated, defaults filled in
+    # name -> sha256 of every file its links name, as validated (NULL: stored before pins).
+    files: Mapped[dict[str, str] | None] = mapped_column(JSONB, nullable=True)
     created_at: Mapped[datetime] = _now()
     created_by: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL"))
     scenario: Mapped[Scenario] = relationship(back_populates="revisions")

@@ -16,6 +16,7 @@ import yaml
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from satlab import safe_yaml
 from satlab.scenario import Scenario as ScenarioSpec
 from satlab.scenario import ScenarioError, parse_scenario
 from satlab.service import links
@@ -31,7 +32,7 @@ def parse_yaml(text: str) -> ScenarioSpec:
     if len(text.encode()) > limit:
         raise TooLarge(f"scenario is {len(text.encode())} bytes; the limit is {limit}")
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text)  # no aliases, bounded nesting
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(document)"
@@ -55,7 +56,7 @@ def spec_yaml(spec: ScenarioSpec) -> str:
 def _add_revision(
     session: Session, sc: Scenario, text: str, spec: ScenarioSpec, who: Principal
 ) -> ScenarioRevision:
-    links.pin_and_check(session, spec)
+    pins = links.pin_and_check(session, spec)
     number = (
         session.scalar(
             select(func.max(ScenarioRevision.number)).where(ScenarioRevision.scenario_id == sc.id)
@@ -67,6 +68,7 @@ def _add_revision(
         number=number,
         yaml=text,
         spec=spec.model_dump(mode="json"),
+        files=pins,
         created_by=who.id,
     )
     session.add(rev)
@@ -92,12 +94,17 @@ def create(session: Session, who: Principal, text: str) -> ScenarioRevision:
 
 def revise(session: Session, who: Principal, scenario_id: int, text: str) -> ScenarioRevision:
     sc = get(session, who, scenario_id)
+    who.owns_or_admin(sc.created_by, "scenario")
     spec = parse_yaml(text)
     if spec.name != sc.name:
         raise Invalid(f"name: {spec.name!r} differs from the scenario's name {sc.name!r}")
     latest = sc.revisions[-1] if sc.revisions else None
-    if latest is not None and latest.yaml == text:
-        return latest  # nothing changed: no new revision
+    if (
+        latest is not None
+        and latest.yaml == text
+        and latest.files == links.current_pins(session, spec)
+    ):
+        return latest  # neither the text nor a file it names changed: no new revision
     rev = _add_revision(session, sc, text, spec, who)
     session.commit()
     return rev

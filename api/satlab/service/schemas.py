@@ -37,6 +37,9 @@ class RevisionOut(BaseModel):
     created_at: datetime
     created_by: int | None
     spec: dict[str, Any]
+    files: dict[str, str] | None = Field(
+        None, description="name -> sha256 of each file its links name, as validated"
+    )
 
     @classmethod
     def of(cls, r: models.ScenarioRevision) -> RevisionOut:
@@ -47,6 +50,7 @@ class RevisionOut(BaseModel):
             created_at=r.created_at,
             created_by=r.created_by,
             spec=r.spec,
+            files=r.files,
         )
 
 
@@ -157,6 +161,9 @@ class ExperimentOut(BaseModel):
     created_at: datetime
     finished_at: datetime | None
     created_by: int | None
+    files: dict[str, int] = Field(
+        default_factory=dict, description="name -> id of each upload its runs use (pinned)"
+    )
     runs_by_state: dict[str, int]
     runs: list[RunOut] | None = None
 
@@ -176,6 +183,7 @@ class ExperimentOut(BaseModel):
             created_at=e.created_at,
             finished_at=e.finished_at,
             created_by=e.created_by,
+            files=e.files or {},
             runs_by_state=counts,
             runs=[RunOut.of(r) for r in e.runs] if with_runs else None,
         )

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from satlab.settings import get_check_limits
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EMULATOR_BIN = Path(os.environ.get("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator"))
@@ -18,18 +23,71 @@ class LinkConfigError(ValueError):
     """The emulator refused a link configuration; the message names the field or file line."""
 
 
-def check_link(link: dict[str, Any]) -> None:
+def check_link(
+    link: dict[str, Any], timeout_s: float | None = None, memory_bytes: int | None = None
+) -> None:
     """Validate a scenario's link with the emulator itself (`--check`), so a bad field fails
-    before any testbed is built, with the emulator's own message."""
+    before any testbed is built, with the emulator's own message.
+
+    The check runs on request data (a FIFO or a huge file among the link's files could hang it or
+    make it grow), so it is bounded: killed after `timeout_s` (default SATLAB_CHECK_TIMEOUT_S) and
+    limited to `memory_bytes` of address space (default SATLAB_CHECK_MEMORY_BYTES)."""
+    limits = get_check_limits()
+    timeout_s = limits.check_timeout_s if timeout_s is None else timeout_s
+    memory_bytes = limits.check_memory_bytes if memory_bytes is None else memory_bytes
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
         yaml.safe_dump(link, f)
         f.flush()
-        r = subprocess.run(
-            [str(EMULATOR_BIN), "--config", f.name, "--check"],
-            capture_output=True,
-            text=True,
-            check=False,
+        argv = [str(EMULATOR_BIN), "--config", f.name, "--check"]
+        try:
+            returncode, stderr = _run_bounded(argv, timeout_s, memory_bytes)
+        except subprocess.TimeoutExpired:
+            raise LinkConfigError(
+                f"the emulator's check did not finish in {timeout_s:g} s"
+            ) from None
+        except OSError as err:
+            raise LinkConfigError(f"the emulator's check could not start: {err}") from None
+    if returncode != 0:
+        msg = stderr.strip().replace(f.name, "link")
+        raise LinkConfigError(msg or _exit_reason(returncode, memory_bytes))
+
+
+def _run_bounded(argv: list[str], timeout_s: float, memory_bytes: int) -> tuple[int, str]:
+    """(exit status, stderr) of argv run with a time and an address-space limit; raises
+    subprocess.TimeoutExpired after killing it (and anything it started) when time is up."""
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Its own process group, so a timeout kills whatever it started too.
+        start_new_session=True,
+        preexec_fn=_address_space_limit(memory_bytes),
+    ) as proc:
+        try:
+            _, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return proc.returncode, stderr
+
+
+def _address_space_limit(memory_bytes: int) -> Callable[[], None]:
+    # Runs in the child between fork and exec. subprocess warns about preexec_fn in threaded
+    # programs (the API runs this in worker threads) because the child could need a lock another
+    # thread held at fork; this function only makes one system call, so it takes none.
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+    return limit
+
+
+def _exit_reason(returncode: int, memory_bytes: int) -> str:
+    if returncode < 0:  # a signal: likely the address-space limit (no message at all)
+        return (
+            f"the emulator's check was killed by signal {-returncode} "
+            f"(its address space is limited to {memory_bytes} bytes)"
         )
-    if r.returncode != 0:
-        msg = r.stderr.strip().replace(f.name, "link")
-        raise LinkConfigError(msg or f"emulator --check exited {r.returncode}")
+    return f"emulator --check exited {returncode}"

@@ -65,6 +65,8 @@ def drop_scratch(scratch: ScratchDb) -> None:
 @pytest.fixture(scope="session")
 def database() -> Iterator[ScratchDb]:
     original = os.environ["DATABASE_URL"]
+    # The tests drive the janitor by hand; the API's own (service/janitor.py) would race them.
+    os.environ["SATLAB_API_JANITOR_PERIOD_S"] = "0"
     scratch = create_scratch("svc")
     os.environ["DATABASE_URL"] = scratch.url
     db.reset()
