@@ -854,6 +854,13 @@ export interface components {
             finished_at: string | null;
             /** Created By */
             created_by: number | null;
+            /**
+             * Files
+             * @description name -> id of each upload its runs use (pinned)
+             */
+            files?: {
+                [key: string]: number;
+            };
             /** Runs By State */
             runs_by_state: {
                 [key: string]: number;
@@ -1145,6 +1152,13 @@ export interface components {
             spec: {
                 [key: string]: unknown;
             };
+            /**
+             * Files
+             * @description name -> sha256 of each file its links name, as validated
+             */
+            files?: {
+                [key: string]: string;
+            } | null;
         };
         /** RunOut */
         RunOut: {
