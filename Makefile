@@ -26,7 +26,7 @@ bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in t
 bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connection set-up rate (PEPSAL_BIN: side by side)
 	@.venv/bin/python tests/bench/pep_bench.py
 
-bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients (root)
+bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients, beside the 50 ms p99 target (root)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
 
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
