@@ -1,7 +1,9 @@
-"""schemathesis against the OpenAPI spec, with an admin token: no request makes a 5xx.
+"""schemathesis against the OpenAPI spec with every kind of caller (admin, submitter, viewer, a
+revoked token, none): no request makes a 5xx, and a caller without a valid token never gets a 2xx
+but from the open endpoints.
 
-Bounded: a few examples per operation, no shrinking, about 20 s. The SSE endpoints are fuzzed with
-follow=false so a stream ends."""
+Bounded: three examples per operation and caller, no shrinking, about a minute. The SSE endpoints
+are fuzzed with follow=false so a stream ends."""
 
 from __future__ import annotations
 
@@ -27,19 +29,34 @@ def seeded(client: TestClient, tokens: Tokens, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(get_settings(), "control_timeout_s", 0.2)
     monkeypatch.setattr(get_settings(), "rate_limit_per_min", 1_000_000)
     make_experiment(client, tokens, "fz", reps=1)
+    who = client.get("/api/whoami", headers=tokens.h("other_submitter")).json()
+    assert client.delete(f"/api/tokens/{who['id']}", headers=tokens.h("admin")).status_code == 200
     return tokens
 
 
+OPEN = {"/api/health"}
+CALLERS = ("admin", "submitter", "viewer", "revoked", "none")
+
+
+def caller_headers(tokens: Tokens, caller: str) -> dict[str, str]:
+    if caller == "none":
+        return {}
+    return tokens.h("other_submitter" if caller == "revoked" else caller)  # revoked by `seeded`
+
+
+@pytest.mark.parametrize("caller", CALLERS)
 @schema.parametrize()
 @settings(
-    max_examples=8,
+    max_examples=3,
     deadline=None,
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-def test_no_server_errors(case: Any, seeded: Tokens) -> None:
+def test_no_server_errors(case: Any, caller: str, seeded: Tokens) -> None:
     if case.path.endswith("/events"):
         case.query = {**(case.query or {}), "follow": "false"}
-    case.headers = {**(case.headers or {}), **seeded.h("admin")}
+    case.headers = {**(case.headers or {}), **caller_headers(seeded, caller)}
     response = case.call()
     assert response.status_code < 500, (case.method, case.path, response.status_code, response.text)
+    if caller in ("revoked", "none") and case.path not in OPEN:
+        assert response.status_code >= 400, (caller, case.method, case.path, response.status_code)
