@@ -32,10 +32,11 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
 	@tests/compose/smoke.sh
 
-link-schema: setup  ## Regenerate api/satlab/link_schema.json (the link's JSON Schema) from satlab-emulator --print-schema
-	@target/release/satlab-emulator --print-schema > api/satlab/link_schema.json
+schemas: setup  ## Regenerate the JSON Schemas the API embeds (api/satlab/link_schema.json, control_schema.json) from satlab-emulator --print-schema
+	@target/release/satlab-emulator --print-schema config > api/satlab/link_schema.json
+	@target/release/satlab-emulator --print-schema control > api/satlab/control_schema.json
 
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke link-schema stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke schemas stop

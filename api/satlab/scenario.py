@@ -443,7 +443,7 @@ LINK_DEF_PREFIX = "Link"
 
 def link_json_schema() -> dict[str, Any]:
     """The emulator configuration's JSON Schema (`satlab-emulator --print-schema`, committed as
-    link_schema.json by `make link-schema`; a test fails when the two differ)."""
+    link_schema.json by `make schemas`; a test fails when the two differ)."""
     schema: dict[str, Any] = json.loads(LINK_SCHEMA_FILE.read_text())
     return schema
 

@@ -26,7 +26,7 @@ def test_committed_schema_is_the_emulators() -> None:
     ).stdout
     assert json.loads(out) == link_json_schema(), (
         "api/satlab/link_schema.json differs from satlab-emulator --print-schema: "
-        "run `make link-schema` and commit it"
+        "run `make schemas` and commit it"
     )
 
 

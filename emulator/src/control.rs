@@ -12,7 +12,7 @@
 use crate::dataplane::{Cmd, DirHandle, PortStats};
 use crate::release::PROM_BOUNDS_US;
 use crate::telemetry::TelemetryStats;
-use linkmodel::{ControlCommand, Dir, DirectionStatus};
+use linkmodel::{ControlCommand, ControlRequest, ControlTarget, Dir, DirectionStatus};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Write};
@@ -24,54 +24,20 @@ use std::time::Duration;
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024;
 
-/// Which directions a control command applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// Forward only.
-    Forward,
-    /// Return only.
-    Return,
-    /// Both.
-    Both,
-}
-
-impl Target {
-    /// The directions, in application order.
-    pub fn dirs(self) -> &'static [Dir] {
-        match self {
-            Target::Forward => &[Dir::Forward],
-            Target::Return => &[Dir::Return],
-            Target::Both => &[Dir::Forward, Dir::Return],
-        }
-    }
-}
-
 const FIELDS: &str = "direction, attenuation_db, resume_trace, ber, delay_ms";
 
 /// A 400 answer's message, `<field>: <reason>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadRequest(pub String);
 
-fn number(
-    obj: &Map<String, Value>,
-    key: &str,
-    lo: f64,
-    hi: f64,
-    unit: &str,
-) -> Result<Option<f64>, BadRequest> {
+/// A number field's value (its range is checked by the request's own rules).
+fn number(obj: &Map<String, Value>, key: &str) -> Result<Option<f64>, BadRequest> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            let v = n
-                .as_f64()
-                .ok_or_else(|| BadRequest(format!("{key}: not a number")))?;
-            if !v.is_finite() || v < lo || v > hi {
-                return Err(BadRequest(format!(
-                    "{key}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
-                )));
-            }
-            Ok(Some(v))
-        }
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| BadRequest(format!("{key}: not a number"))),
         Some(other) => Err(BadRequest(format!(
             "{key}: expected a number, got {}",
             type_name(other)
@@ -90,11 +56,10 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Parses and validates a POST /control body.
-///
-/// The bounds here are the wire-level sanity limits (so that nonsense never reaches a direction
-/// thread); the link model checks its own limits again and its errors are returned as they are.
-pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest> {
+/// Parses and validates a POST /control body: its shape here (field names and JSON types, with
+/// messages naming the field), its rules in linkmodel::control (bounds, conflicts), which also
+/// print its JSON Schema.
+pub fn parse_control(body: &[u8]) -> Result<(ControlTarget, ControlCommand), BadRequest> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| BadRequest(format!("body: invalid JSON ({e})")))?;
     let Value::Object(obj) = v else {
@@ -114,12 +79,12 @@ pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest
             unknown.join(", ")
         )));
     }
-    let target = match obj.get("direction") {
-        None | Some(Value::Null) => Target::Both,
+    let direction = match obj.get("direction") {
+        None | Some(Value::Null) => ControlTarget::Both,
         Some(Value::String(s)) => match s.as_str() {
-            "forward" => Target::Forward,
-            "return" => Target::Return,
-            "both" => Target::Both,
+            "forward" => ControlTarget::Forward,
+            "return" => ControlTarget::Return,
+            "both" => ControlTarget::Both,
             _ => {
                 return Err(BadRequest(format!(
                     "direction: {s:?} is not one of forward, return, both"
@@ -134,8 +99,8 @@ pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest
         }
     };
     let resume_trace = match obj.get("resume_trace") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
         Some(other) => {
             return Err(BadRequest(format!(
                 "resume_trace: expected a boolean, got {}",
@@ -143,23 +108,16 @@ pub fn parse_control(body: &[u8]) -> Result<(Target, ControlCommand), BadRequest
             )))
         }
     };
-    let cmd = ControlCommand {
-        attenuation_db: number(&obj, "attenuation_db", 0.0, 100.0, " dB")?,
+    let request = ControlRequest {
+        direction,
+        attenuation_db: number(&obj, "attenuation_db")?,
         resume_trace,
-        ber: number(&obj, "ber", 0.0, 0.5, "")?,
-        delay_ms: number(&obj, "delay_ms", 0.0, 10_000.0, " ms")?,
+        ber: number(&obj, "ber")?,
+        delay_ms: number(&obj, "delay_ms")?,
     };
-    if cmd.attenuation_db.is_some() && cmd.resume_trace {
-        return Err(BadRequest(
-            "resume_trace: cannot be combined with attenuation_db".into(),
-        ));
-    }
-    if cmd == ControlCommand::default() {
-        return Err(BadRequest(
-            "body: no setting given (attenuation_db, resume_trace, ber or delay_ms)".into(),
-        ));
-    }
-    Ok((target, cmd))
+    request
+        .into_command()
+        .map_err(|e| BadRequest(e.to_string()))
 }
 
 /// The /status document: each direction's model status, and how late the data plane released
@@ -690,7 +648,7 @@ mod tests {
             br#"{"direction":"forward","attenuation_db":6.5,"ber":1e-6,"delay_ms":135}"#,
         )
         .unwrap();
-        assert_eq!(t, Target::Forward);
+        assert_eq!(t, ControlTarget::Forward);
         assert_eq!(
             c,
             ControlCommand {
@@ -701,13 +659,13 @@ mod tests {
             }
         );
         let (t, c) = parse_control(br#"{"resume_trace":true}"#).unwrap();
-        assert_eq!(t, Target::Both);
+        assert_eq!(t, ControlTarget::Both);
         assert!(c.resume_trace);
         assert_eq!(
             parse_control(br#"{"direction":"return","delay_ms":0}"#)
                 .unwrap()
                 .0,
-            Target::Return
+            ControlTarget::Return
         );
     }
 

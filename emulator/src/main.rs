@@ -1,4 +1,4 @@
-//! `satlab-emulator --config FILE.yaml [--check]` (or `--print-schema`): the GEO satellite link between two ports.
+//! `satlab-emulator --config FILE.yaml [--check]` (or `--print-schema [config|control]`): the GEO satellite link between two ports.
 //!
 //! See emulator/README.md (running, ports, control API, telemetry) and emulator/CONFIG.md (the
 //! configuration file). The link itself is `linkmodel`; this binary is its I/O: ports, one thread
@@ -25,18 +25,26 @@ pub fn log(msg: &str) {
     eprintln!("satlab-emulator: {msg}");
 }
 
-const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema\n\
+const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema [config|control]\n\
   --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
-  --print-schema  print the configuration's JSON Schema (bounds of --check, units in x-unit) and exit\n\
+  --print-schema  print the configuration's JSON Schema (bounds of --check, units in x-unit) and exit;\n\
+                  `--print-schema control`: the JSON Schema of a POST /control body\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
 environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
                                         link's fixed delay allows; 0 = wake per frame)";
 
+/// The JSON Schemas the binary prints (--print-schema).
+#[derive(Clone, Copy)]
+enum Schema {
+    Config,
+    Control,
+}
+
 struct Args {
     config: PathBuf,
-    print_schema: bool,
+    print_schema: Option<Schema>,
     check: bool,
     realtime: Option<i32>,
 }
@@ -44,7 +52,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut config = None;
     let mut check = false;
-    let mut print_schema = false;
+    let mut print_schema = None;
     let mut realtime = Some(10);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -54,7 +62,17 @@ fn parse_args() -> Result<Args, String> {
             }
             s if s.starts_with("--config=") => config = Some(PathBuf::from(&s[9..])),
             "--check" => check = true,
-            "--print-schema" => print_schema = true,
+            "--print-schema" => {
+                print_schema = Some(match it.next().as_deref() {
+                    None | Some("config") => Schema::Config,
+                    Some("control") => Schema::Control,
+                    Some(other) => {
+                        return Err(format!(
+                            "--print-schema: {other:?} is not config or control"
+                        ))
+                    }
+                })
+            }
             "--realtime" => {
                 let v = it.next().ok_or("--realtime needs a priority (0-99)")?;
                 match v.parse::<i32>() {
@@ -67,7 +85,7 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if print_schema {
+    if print_schema.is_some() {
         // No configuration is read: the schema describes every file.
         config.get_or_insert_default();
     }
@@ -109,8 +127,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.print_schema {
-        println!("{}", linkmodel::config::json_schema());
+    if let Some(which) = args.print_schema {
+        println!(
+            "{}",
+            match which {
+                Schema::Config => linkmodel::config::json_schema(),
+                Schema::Control => linkmodel::control::json_schema(),
+            }
+        );
         return ExitCode::SUCCESS;
     }
     let cfg = match EmulatorConfig::from_yaml_file(&args.config) {

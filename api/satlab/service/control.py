@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,16 +43,31 @@ CLONE_NEWNET = 0x40000000
 CHANNEL = "satlab_control"
 
 
+# The emulator owns the control request (linkmodel::control): its JSON Schema, committed by
+# `make schemas` (a test fails when it differs from `satlab-emulator --print-schema control`),
+# gives the bounds and descriptions below, and a test checks this model has exactly its fields.
+CONTROL_SCHEMA: dict[str, Any] = json.loads(
+    Path(__file__).resolve().parents[1].joinpath("control_schema.json").read_text()
+)
+
+
+def _bounded(name: str) -> Any:
+    p = CONTROL_SCHEMA["properties"][name]
+    return Field(None, ge=p["minimum"], le=p["maximum"], description=p["description"])
+
+
 class ControlIn(BaseModel):
-    """docs/emulator-contract.md POST /control; at least one change."""
+    """The emulator's POST /control body (docs/emulator-contract.md); at least one change."""
 
     model_config = ConfigDict(extra="forbid")
 
     direction: Literal["forward", "return", "both"] = "both"
-    attenuation_db: float | None = Field(None, ge=-50, le=100)
-    resume_trace: bool | None = Field(None, description="go back to the scenario's trace")
-    ber: float | None = Field(None, ge=0, le=0.5)
-    delay_ms: float | None = Field(None, ge=0, le=10000)
+    attenuation_db: float | None = _bounded("attenuation_db")
+    resume_trace: bool | None = Field(
+        None, description=CONTROL_SCHEMA["properties"]["resume_trace"]["description"]
+    )
+    ber: float | None = _bounded("ber")
+    delay_ms: float | None = _bounded("delay_ms")
 
 
 # -- API side --

@@ -22,6 +22,7 @@
 use crate::acm::{AcmLoop, Mode};
 use crate::cn::Channel;
 use crate::config::{AcmMode, ConfigError, CorruptionAction, EmulatorConfig, LinkKind};
+use crate::control::ControlCommand;
 use crate::delay::DelaySource;
 use crate::delay_line::DelayLine;
 use crate::errors::BitErrors;
@@ -32,9 +33,7 @@ use crate::queue::Queue;
 use crate::reorder::Reorder;
 use crate::rng::{Rng, Stream};
 use crate::segment;
-use crate::types::{
-    ControlCommand, Counters, Dir, DirectionStatus, Hit, LossCause, ModcodStatus, Outcome,
-};
+use crate::types::{Counters, Dir, DirectionStatus, Hit, LossCause, ModcodStatus, Outcome};
 
 /// Frames with fewer data bytes than this are not used (no room for GSE headers and data).
 const MIN_FRAME_DATA_BYTES: u32 = 16;
@@ -439,22 +438,7 @@ impl Direction {
     /// Live change at `now_ns`. Every field is checked before anything changes; an error names
     /// the field, the value and the limit.
     pub fn control(&mut self, now_ns: u64, cmd: &ControlCommand) -> Result<(), ConfigError> {
-        use crate::config::check_range;
-        if let Some(a) = cmd.attenuation_db {
-            check_range("attenuation_db", a, 0.0, 100.0, " dB")?;
-            if cmd.resume_trace {
-                return Err(ConfigError::field(
-                    "resume_trace",
-                    "cannot be combined with attenuation_db (one replaces the trace, the other resumes it)",
-                ));
-            }
-        }
-        if let Some(b) = cmd.ber {
-            check_range("ber", b, 0.0, 0.5, "")?;
-        }
-        if let Some(d) = cmd.delay_ms {
-            check_range("delay_ms", d, 0.0, 10_000.0, " ms")?;
-        }
+        cmd.validate()?;
         self.advance(now_ns);
         if cmd.resume_trace {
             self.channel.clear_override();

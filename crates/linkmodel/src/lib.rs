@@ -16,6 +16,7 @@ pub mod acm;
 pub mod attenuation;
 pub mod cn;
 pub mod config;
+pub mod control;
 pub mod delay;
 pub mod delay_line;
 pub mod direction;
@@ -35,9 +36,7 @@ mod types;
 pub use config::{
     ConfigError, ControlConfig, DirectionConfig, EmulatorConfig, PortConfig, TelemetryConfig,
 };
+pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
 pub use segment::SegmentKey;
-pub use types::{
-    ControlCommand, Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus,
-    Outcome,
-};
+pub use types::{Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus, Outcome};

@@ -77,25 +77,6 @@ pub enum Outcome {
     Lost { frame: Vec<u8>, cause: LossCause },
 }
 
-/// A live change of one direction (POST /control). `None` / `false` leaves a setting as it is.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ControlCommand {
-    /// Total attenuation of the direction in dB: replaces the uplink and downlink attenuation
-    /// sources (downlink = value, uplink = 0) until `resume_trace`.
-    #[serde(default)]
-    pub attenuation_db: Option<f64>,
-    /// Drop the attenuation override and go back to the configured sources.
-    #[serde(default)]
-    pub resume_trace: bool,
-    /// Replace the bit-error model by a uniform BER (0 = no bit errors).
-    #[serde(default)]
-    pub ber: Option<f64>,
-    /// Replace the propagation delay source by a fixed one-way delay in ms.
-    #[serde(default)]
-    pub delay_ms: Option<f64>,
-}
-
 /// The MODCOD in use (status JSON `modcod`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModcodStatus {
