@@ -710,7 +710,7 @@ export interface components {
         };
         /**
          * ControlIn
-         * @description docs/emulator-contract.md POST /control; at least one change.
+         * @description The emulator's POST /control body (docs/emulator-contract.md); at least one change.
          */
         ControlIn: {
             /**
@@ -719,16 +719,26 @@ export interface components {
              * @enum {string}
              */
             direction: "forward" | "return" | "both";
-            /** Attenuation Db */
+            /**
+             * Attenuation Db
+             * @description Total attenuation of the direction: replaces the uplink and downlink attenuation sources
+             *     (downlink = value, uplink = 0) until `resume_trace`.
+             */
             attenuation_db?: number | null;
             /**
              * Resume Trace
-             * @description go back to the scenario's trace
+             * @description Drop the attenuation override and go back to the configured sources.
              */
             resume_trace?: boolean | null;
-            /** Ber */
+            /**
+             * Ber
+             * @description Replace the bit-error model by a uniform BER (0 = no bit errors).
+             */
             ber?: number | null;
-            /** Delay Ms */
+            /**
+             * Delay Ms
+             * @description Replace the propagation delay source by a fixed one-way delay.
+             */
             delay_ms?: number | null;
         };
         /** ControlOut */
