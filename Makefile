@@ -32,9 +32,8 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
 	@tests/compose/smoke.sh
 
-schemas: setup  ## Regenerate the JSON Schemas the API embeds (api/satlab/link_schema.json, control_schema.json) from satlab-emulator --print-schema
-	@target/release/satlab-emulator --print-schema config > api/satlab/link_schema.json
-	@target/release/satlab-emulator --print-schema control > api/satlab/control_schema.json
+schemas: setup  ## Regenerate the emulator's contracts (JSON Schemas in api/satlab/) and the Python and TypeScript types made from them
+	@scripts/schemas.sh
 
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop

@@ -12,6 +12,7 @@
 use crate::dataplane::{Cmd, DirHandle, PortStats};
 use crate::release::PROM_BOUNDS_US;
 use crate::telemetry::TelemetryStats;
+use linkmodel::records::{EmulatorStatus, ReleaseErrors};
 use linkmodel::{ControlCommand, ControlRequest, ControlTarget, Dir, DirectionStatus};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -122,21 +123,21 @@ pub fn parse_control(body: &[u8]) -> Result<(ControlTarget, ControlCommand), Bad
 
 /// The /status document: each direction's model status, and how late the data plane released
 /// delivered packets against the model's delivery times (`release_error`, µs quantiles).
-pub fn status_json(
+pub fn status_doc(
     uptime_s: f64,
     fwd: &DirectionStatus,
     ret: &DirectionStatus,
     ports: [&PortStats; 2],
-) -> Value {
-    json!({
-        "uptime_s": uptime_s,
-        "forward": fwd,
-        "return": ret,
-        "release_error": {
-            "forward": ports[0].release.summary(),
-            "return": ports[1].release.summary(),
+) -> EmulatorStatus {
+    EmulatorStatus {
+        uptime_s,
+        forward: fwd.clone(),
+        return_: ret.clone(),
+        release_error: ReleaseErrors {
+            forward: ports[0].release.summary(),
+            return_: ports[1].release.summary(),
         },
-    })
+    }
 }
 
 /// One parsed HTTP request.
@@ -203,11 +204,11 @@ pub struct Response {
 }
 
 impl Response {
-    fn json(code: u16, v: &Value) -> Response {
+    fn json(code: u16, v: &impl serde::Serialize) -> Response {
         Response {
             code,
             content_type: "application/json",
-            body: v.to_string() + "\n",
+            body: serde_json::to_string(v).expect("a record serializes") + "\n",
         }
     }
 
@@ -268,9 +269,9 @@ impl Controller {
         Some((self.status_of(Dir::Forward)?, self.status_of(Dir::Return)?))
     }
 
-    fn status_doc(&self, f: &DirectionStatus, r: &DirectionStatus) -> Value {
+    fn status_doc(&self, f: &DirectionStatus, r: &DirectionStatus) -> EmulatorStatus {
         let ports = [&*self.port_stats[0], &*self.port_stats[1]];
-        status_json(self.uptime_s(), f, r, ports)
+        status_doc(self.uptime_s(), f, r, ports)
     }
 
     fn uptime_s(&self) -> f64 {

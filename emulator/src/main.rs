@@ -1,4 +1,4 @@
-//! `satlab-emulator --config FILE.yaml [--check]` (or `--print-schema [config|control]`): the GEO satellite link between two ports.
+//! `satlab-emulator --config FILE.yaml [--check]` (or `--print-schema [config|control|status|telemetry]`): the GEO satellite link between two ports.
 //!
 //! See emulator/README.md (running, ports, control API, telemetry) and emulator/CONFIG.md (the
 //! configuration file). The link itself is `linkmodel`; this binary is its I/O: ports, one thread
@@ -25,11 +25,11 @@ pub fn log(msg: &str) {
     eprintln!("satlab-emulator: {msg}");
 }
 
-const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema [config|control]\n\
+const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema [config|control|status|telemetry]\n\
   --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
   --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
   --print-schema  print the configuration's JSON Schema (bounds of --check, units in x-unit) and exit;\n\
-                  `--print-schema control`: the JSON Schema of a POST /control body\n\
+                  `control`: of a POST /control body; `status`: of GET /status; `telemetry`: of a stream line\n\
   --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
 environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
@@ -40,6 +40,8 @@ environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery dead
 enum Schema {
     Config,
     Control,
+    Status,
+    Telemetry,
 }
 
 struct Args {
@@ -66,9 +68,11 @@ fn parse_args() -> Result<Args, String> {
                 print_schema = Some(match it.next().as_deref() {
                     None | Some("config") => Schema::Config,
                     Some("control") => Schema::Control,
+                    Some("status") => Schema::Status,
+                    Some("telemetry") => Schema::Telemetry,
                     Some(other) => {
                         return Err(format!(
-                            "--print-schema: {other:?} is not config or control"
+                            "--print-schema: {other:?} is not config, control, status or telemetry"
                         ))
                     }
                 })
@@ -133,6 +137,8 @@ fn main() -> ExitCode {
             match which {
                 Schema::Config => linkmodel::config::json_schema(),
                 Schema::Control => linkmodel::control::json_schema(),
+                Schema::Status => linkmodel::records::status_schema(),
+                Schema::Telemetry => linkmodel::records::telemetry_schema(),
             }
         );
         return ExitCode::SUCCESS;

@@ -11,6 +11,7 @@
 //! the microsecond where they matter (the benchmark's target is 200 µs) and recording is one
 //! relaxed atomic add, so the figure costs the data plane nothing measurable.
 
+pub use linkmodel::records::ReleaseSummary;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Largest error with a bucket of its own, µs; larger errors share the overflow bucket.
@@ -35,24 +36,6 @@ impl Default for ReleaseHistogram {
             max_ns: AtomicU64::new(0),
         }
     }
-}
-
-/// Quantiles of the release error (the `release_error` object of GET /status).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct ReleaseSummary {
-    /// Packets measured.
-    pub count: u64,
-    /// Median, µs (upper edge of its 1-µs bucket; beyond `MAX_US`, the largest error rounded up;
-    /// `null` with no packets).
-    pub p50_us: Option<u64>,
-    /// 99th percentile, µs.
-    pub p99_us: Option<u64>,
-    /// 99.9th percentile, µs.
-    pub p999_us: Option<u64>,
-    /// Largest error seen, µs.
-    pub max_us: f64,
-    /// Mean, µs.
-    pub mean_us: Option<f64>,
 }
 
 impl ReleaseHistogram {

@@ -12,6 +12,7 @@
 //! client has a bounded output buffer (lines that do not fit are dropped for that client and
 //! counted in `dropped_lines`). A client that stops reading loses lines, never slows the link.
 
+pub use linkmodel::records::EventKind;
 use linkmodel::{Dir, DirectionStatus, HitRegion};
 use packet::FlowKey;
 use std::fmt::Write as _;
@@ -27,31 +28,6 @@ use std::time::Duration;
 pub const CHANNEL_CAPACITY: usize = 65536;
 /// Bytes buffered per client before lines are dropped for it.
 pub const CLIENT_BUFFER_BYTES: usize = 4 << 20;
-
-/// What happened to a packet (the `kind` of an event line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// Left the far port intact.
-    Delivered,
-    /// Hit by bit errors (delivered with flipped bits, or dropped when the action is `drop`).
-    Corrupted,
-    /// Lost with an erased BBFrame / burst.
-    Erased,
-    /// Dropped by the full queue.
-    QueueDrop,
-}
-
-impl EventKind {
-    /// The JSON name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Delivered => "delivered",
-            EventKind::Corrupted => "corrupted",
-            EventKind::Erased => "erased",
-            EventKind::QueueDrop => "queue_drop",
-        }
-    }
-}
 
 /// One per-packet link event (fixed size, no allocation).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -441,6 +417,34 @@ mod tests {
             "attenuation_db",
         ] {
             assert!(v.get(k).is_some(), "{k}");
+        }
+    }
+
+    /// Every line the fast encoder writes is a linkmodel::records::TelemetryLine, field for field.
+    fn assert_is_record(line: &str) {
+        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        let rec: linkmodel::records::TelemetryLine = serde_json::from_str(line).unwrap();
+        assert_eq!(serde_json::to_value(&rec).unwrap(), raw, "{line}");
+    }
+
+    #[test]
+    fn every_line_is_a_telemetry_record() {
+        let mut s = String::new();
+        encode_status(&mut s, 1_200_000_000, &status());
+        assert_is_record(&s);
+        let mut udp = tcp_frame();
+        udp[14 + 9] = 17;
+        for (frame, hit) in [
+            (tcp_frame(), None),
+            (tcp_frame(), Some(HitRegion::Payload)),
+            (tcp_frame(), Some(HitRegion::TransportHeader)),
+            (tcp_frame(), Some(HitRegion::IpHeader)),
+            (udp, None),
+        ] {
+            let mut s = String::new();
+            let e = Event::from_frame(7, Dir::Forward, EventKind::Corrupted, &frame, hit);
+            encode_event(&mut s, &e);
+            assert_is_record(&s);
         }
     }
 

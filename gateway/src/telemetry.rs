@@ -11,9 +11,9 @@
 
 use crate::notifier::{LinkEvent, Notifier};
 use crate::state::Shared;
-use serde_json::Value;
+use linkmodel::records::{EventKind, EventLine, TelemetryLine};
+use linkmodel::Dir;
 use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -63,92 +63,86 @@ pub fn run(sh: Arc<Shared>) {
     }
 }
 
-/// Handles one telemetry line.
+/// Handles one telemetry line (a linkmodel::records::TelemetryLine).
 pub fn handle_line(sh: &Shared, notifier: &mut Notifier, line: &str) {
     sh.c.telemetry_lines.fetch_add(1, Ordering::Relaxed);
-    let Ok(v) = serde_json::from_str::<Value>(line) else {
+    let Ok(rec) = serde_json::from_str::<TelemetryLine>(line) else {
         sh.c.telemetry_errors.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let dir = v.get("direction").and_then(Value::as_str).unwrap_or("");
-    let egress = dir == sh.cfg.role.egress_direction();
-    let ingress = dir == sh.cfg.role.ingress_direction();
-    match v.get("type").and_then(Value::as_str) {
-        Some("telemetry") => {
-            let rate = v
-                .get("useful_rate_bps")
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NAN);
-            let mut st = sh.link_status.lock().expect("status lock");
-            if egress {
-                let old = sh.egress_useful_bps.get();
-                if !(old == rate || (old.is_nan() && rate.is_nan())) {
-                    sh.egress_rate_changed_ns
-                        .store(sh.clock.now_ns(), Ordering::Relaxed);
-                }
-                sh.egress_useful_bps.set(rate);
-                st.0 = v;
-            } else if ingress {
-                sh.ingress_useful_bps.set(rate);
-                st.1 = v;
-            }
-        }
-        Some("event") => {
-            let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-            if egress {
-                if kind == "queue_drop" {
-                    sh.congestion_sample(false);
-                }
-                return;
-            }
-            if !ingress {
-                return;
-            }
-            match kind {
-                "delivered" => sh.corruption_sample(true),
-                "corrupted" | "erased" => {
-                    sh.corruption_sample(false);
-                    notify(sh, notifier, &v, kind == "erased");
-                }
-                _ => {}
-            }
-        }
-        _ => {}
+    match rec {
+        TelemetryLine::Telemetry(ref s) => link_status(sh, s.status.direction, &rec),
+        TelemetryLine::Event(e) => link_event(sh, notifier, &e),
     }
 }
 
-fn event_of(v: &Value, erased: bool) -> Option<LinkEvent> {
-    let ip = |k: &str| -> Option<Ipv4Addr> {
-        match v.get(k)?.as_str()?.parse::<IpAddr>().ok()? {
-            IpAddr::V4(a) => Some(a),
-            IpAddr::V6(_) => None,
-        }
+/// A status line: the pacing and IP-ERN rates, and the link status the gateway reports.
+fn link_status(sh: &Shared, dir: Dir, rec: &TelemetryLine) {
+    let TelemetryLine::Telemetry(s) = rec else {
+        return;
     };
-    let proto = v.get("proto")?.as_u64()? as u8;
-    let sport = v.get("sport")?.as_u64()? as u16;
-    let dport = v.get("dport")?.as_u64()? as u16;
+    let rate = s.status.useful_rate_bps;
+    let mut st = sh.link_status.lock().expect("status lock");
+    if dir.as_str() == sh.cfg.role.egress_direction() {
+        let old = sh.egress_useful_bps.get();
+        if !(old == rate || (old.is_nan() && rate.is_nan())) {
+            sh.egress_rate_changed_ns
+                .store(sh.clock.now_ns(), Ordering::Relaxed);
+        }
+        sh.egress_useful_bps.set(rate);
+        st.0 = serde_json::to_value(rec).unwrap_or_default();
+    } else if dir.as_str() == sh.cfg.role.ingress_direction() {
+        sh.ingress_useful_bps.set(rate);
+        st.1 = serde_json::to_value(rec).unwrap_or_default();
+    }
+}
+
+/// An event line: CETEN samples of both links, ETEN notices for the incoming one.
+fn link_event(sh: &Shared, notifier: &mut Notifier, e: &EventLine) {
+    if e.direction.as_str() == sh.cfg.role.egress_direction() {
+        if e.kind == EventKind::QueueDrop {
+            sh.congestion_sample(false);
+        }
+        return;
+    }
+    if e.direction.as_str() != sh.cfg.role.ingress_direction() {
+        return;
+    }
+    match e.kind {
+        EventKind::Delivered => sh.corruption_sample(true),
+        EventKind::Corrupted | EventKind::Erased => {
+            sh.corruption_sample(false);
+            notify(sh, notifier, e, e.kind == EventKind::Erased);
+        }
+        EventKind::QueueDrop => {}
+    }
+}
+
+/// The flow an event identifies; None where the headers it comes from were hit.
+fn event_of(e: &EventLine, erased: bool) -> Option<LinkEvent> {
+    let proto = e.proto?;
     let seq = match proto {
-        packet::ip_proto::TCP => v.get("seq")?.as_u64()? as u32,
+        packet::ip_proto::TCP => e.seq.flatten()?,
         _ => 0,
     };
     Some(LinkEvent {
         erased,
-        len: v.get("len").and_then(Value::as_u64).unwrap_or(0) as u32,
-        src: ip("src")?,
-        dst: ip("dst")?,
+        len: e.len,
+        src: e.src?,
+        dst: e.dst?,
         proto,
-        sport,
-        dport,
+        sport: e.sport?,
+        dport: e.dport?,
         seq,
     })
 }
 
-fn notify(sh: &Shared, n: &mut Notifier, v: &Value, erased: bool) {
+fn notify(sh: &Shared, n: &mut Notifier, e: &EventLine, erased: bool) {
     if !sh.cfg.eten.enabled || (erased && !n.notify_erased) {
         return;
     }
     sh.c.eten_events.fetch_add(1, Ordering::Relaxed);
-    let Some(ev) = event_of(v, erased) else {
+    let Some(ev) = event_of(e, erased) else {
         sh.c.eten_unidentified.fetch_add(1, Ordering::Relaxed);
         return;
     };
@@ -172,6 +166,24 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
+    /// A status line as the emulator writes it.
+    fn status_line(direction: Dir, useful_rate_bps: f64) -> String {
+        let status = linkmodel::DirectionStatus {
+            direction,
+            modcod: None,
+            esn0_db: 12.0,
+            attenuation_db: 0.0,
+            useful_rate_bps,
+            delay_ms: 260.0,
+            ber: 0.0,
+            queue_packets: 0,
+            queue_bytes: 0,
+            counters: Default::default(),
+        };
+        let line = TelemetryLine::Telemetry(linkmodel::records::StatusLine { t_ms: 1.0, status });
+        serde_json::to_string(&line).unwrap()
+    }
+
     #[test]
     fn lines_drive_rate_estimates_and_notices() {
         let cfg = Config::from_yaml_str(
@@ -181,11 +193,7 @@ mod tests {
         .unwrap();
         let sh = Shared::new(cfg);
         let mut n = Notifier::new(&sh.cfg.eten);
-        handle_line(
-            &sh,
-            &mut n,
-            r#"{"type":"telemetry","t_ms":1.0,"direction":"return","useful_rate_bps":2000000.0}"#,
-        );
+        handle_line(&sh, &mut n, &status_line(Dir::Return, 2e6));
         assert_eq!(sh.egress_useful_bps.get(), 2e6);
         assert!((sh.pacing_rate_bps().unwrap() - 2e6 * 0.97).abs() < 1e-6);
         handle_line(
@@ -214,7 +222,7 @@ mod tests {
         handle_line(
             &sh,
             &mut n,
-            r#"{"type":"event","t_ms":3.0,"direction":"return","kind":"queue_drop","len":60}"#,
+            r#"{"type":"event","t_ms":3.0,"direction":"return","kind":"queue_drop","len":60,"hit":null}"#,
         );
         assert_eq!(sh.congestion.lock().unwrap().estimate, 0.5);
         handle_line(&sh, &mut n, "not json");

@@ -1,5 +1,6 @@
-"""Reads the emulator's telemetry stream (newline JSON on a Unix socket, docs/emulator-contract.md)
-in a background thread and keeps the periodic link records and per-cause event counts."""
+"""Reads the emulator's telemetry stream (newline JSON on a Unix socket, docs/emulator-contract.md;
+its lines are satlab.records.telemetry.TelemetryLine, generated from the emulator's own schema) in
+a background thread and keeps the periodic link records and per-cause event counts."""
 
 from __future__ import annotations
 
@@ -10,16 +11,25 @@ import threading
 import time
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any
+from typing import Literal, cast
+
+from satlab.records.telemetry import StatusLine, TelemetryLine
 
 MAX_RECORDS = 200_000
+
+
+class LinkRecord(StatusLine):
+    """A status line as received, with the reader's monotonic clock when it arrived."""
+
+    type: Literal["telemetry"]
+    t: float
 
 
 class TelemetryReader(threading.Thread):
     def __init__(self, path: Path, connect_timeout_s: float = 10.0) -> None:
         super().__init__(daemon=True)
         self.path, self.connect_timeout_s = path, connect_timeout_s
-        self.records: deque[dict[str, Any]] = deque(maxlen=MAX_RECORDS)
+        self.records: deque[LinkRecord] = deque(maxlen=MAX_RECORDS)
         self.event_counts: Counter[str] = Counter()
         self.connected = threading.Event()
         self.stopped = threading.Event()
@@ -60,12 +70,11 @@ class TelemetryReader(threading.Thread):
                 with contextlib.suppress(json.JSONDecodeError):
                     self._take(json.loads(line))
 
-    def _take(self, rec: dict[str, Any]) -> None:
-        if rec.get("type") == "telemetry":
-            rec["t"] = time.monotonic()
-            self.records.append(rec)
-        elif rec.get("type") == "event":
-            self.event_counts[f"{rec.get('direction')}.{rec.get('kind')}"] += 1
+    def _take(self, rec: TelemetryLine) -> None:
+        if rec["type"] == "telemetry":
+            self.records.append(cast(LinkRecord, {**rec, "t": time.monotonic()}))
+        else:
+            self.event_counts[f"{rec['direction']}.{rec['kind']}"] += 1
 
     def stop(self) -> None:
         self.stopped.set()

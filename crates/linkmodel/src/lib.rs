@@ -26,6 +26,7 @@ pub mod geometry;
 pub mod modcod;
 pub mod per;
 pub mod queue;
+pub mod records;
 pub mod reorder;
 pub mod rng;
 pub mod segment;

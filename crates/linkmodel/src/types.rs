@@ -1,10 +1,11 @@
 //! The types the I/O side exchanges with a [`crate::Direction`] (see docs/emulator-contract.md).
 
 use crate::segment::SegmentKey;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Which way a [`crate::Direction`] carries packets. Forward = gateway -> terminal (gw port to st port).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
     Forward,
@@ -31,7 +32,7 @@ impl Dir {
 
 /// Where the bit errors of a corrupted packet fell. When several regions are hit, the most
 /// significant one is reported: IP header, then transport header, then payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HitRegion {
     IpHeader,
@@ -78,7 +79,7 @@ pub enum Outcome {
 }
 
 /// The MODCOD in use (status JSON `modcod`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModcodStatus {
     pub id: u32,
     pub name: String,
@@ -87,7 +88,7 @@ pub struct ModcodStatus {
 }
 
 /// Per-direction counters (status JSON `counters`); they only grow.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counters {
     pub offered_packets: u64,
     pub delivered_packets: u64,
@@ -100,7 +101,7 @@ pub struct Counters {
 }
 
 /// Status of one direction; the JSON field names are part of the contract.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DirectionStatus {
     pub direction: Dir,
     /// MODCOD the transmitter uses now; `null` for a fixed-rate link.

@@ -1,7 +1,9 @@
 // Shapes the OpenAPI spec cannot describe: the live events (Server-Sent Events, written from
-// api/satlab/service/events.py and docs/emulator-contract.md GET /status) and the run document
+// api/satlab/service/events.py, carrying the emulator's GET /status: records/status.ts) and the run document
 // (free-form by design, docs/run-result.md). Results, comparisons and series are typed by the
 // spec (client.ts).
+
+import type { EmulatorStatus } from './records/status';
 
 export const METRICS = [
   'goodput_bps',
@@ -13,35 +15,8 @@ export const METRICS = [
 ] as const;
 export type Metric = (typeof METRICS)[number];
 
-export interface LinkCounters {
-  offered_packets?: number;
-  delivered_packets?: number;
-  delivered_bytes?: number;
-  queue_drops?: number;
-  frame_erasures?: number;
-  erased_packets?: number;
-  corrupted_packets?: number;
-  reordered_packets?: number;
-}
-
-export interface DirectionStatus {
-  direction: string;
-  modcod: { id: number; name: string; efficiency: number; required_esn0_db: number } | null;
-  esn0_db: number;
-  attenuation_db: number;
-  useful_rate_bps: number;
-  delay_ms: number;
-  ber: number;
-  queue_packets: number;
-  queue_bytes: number;
-  counters: LinkCounters;
-}
-
-export interface EmulatorStatus {
-  uptime_s?: number;
-  forward?: DirectionStatus;
-  return?: DirectionStatus;
-}
+// The emulator's status records are generated from its own schema (make schemas).
+export type { DirectionStatus, EmulatorStatus } from './records/status';
 
 /** One sender connection's newest TCP_INFO sample in a heartbeat (`metrics.tcp[]`). */
 export interface LiveTcpSample {
@@ -68,7 +43,7 @@ export interface RunEvent {
   progress: number;
   message: string;
   /** the emulator's status while running; the headline metrics at the end */
-  metrics: (EmulatorStatus & { tcp?: LiveTcpSample[] } & Record<string, unknown>) | null;
+  metrics: (Partial<EmulatorStatus> & { tcp?: LiveTcpSample[] } & Record<string, unknown>) | null;
 }
 
 export interface RunDocument {

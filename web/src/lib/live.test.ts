@@ -22,7 +22,10 @@ function ev(at: string, bytes: number, modcod: number | null): RunEvent {
         ber: 0,
         queue_packets: 17,
         queue_bytes: 100,
-        counters: { delivered_bytes: bytes },
+        counters: {
+          offered_packets: 0, delivered_packets: 0, delivered_bytes: bytes, queue_drops: 0,
+          frame_erasures: 0, erased_packets: 0, corrupted_packets: 0, reordered_packets: 0,
+        },
       },
     },
   };

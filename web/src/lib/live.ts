@@ -42,7 +42,7 @@ export function addLiveEvent(s: LiveState, ev: RunEvent): LiveState {
   const t0 = s.t0 ?? at;
   const bytes = fwd.counters.delivered_bytes;
   let thr: number | null = null;
-  if (bytes !== undefined && s.lastBytes !== undefined && s.lastT !== undefined && at > s.lastT) {
+  if (s.lastBytes !== undefined && s.lastT !== undefined && at > s.lastT) {
     thr = (8 * (bytes - s.lastBytes)) / (at - s.lastT);
   }
   const sample: LiveSample = {
@@ -58,7 +58,7 @@ export function addLiveEvent(s: LiveState, ev: RunEvent): LiveState {
   const fresh = Object.keys(sample.tcp).filter((k) => !s.conns.includes(k));
   return {
     t0,
-    lastBytes: bytes ?? s.lastBytes,
+    lastBytes: bytes,
     lastT: at,
     samples: [...s.samples, sample],
     conns: fresh.length ? [...s.conns, ...fresh] : s.conns,
