@@ -16,6 +16,7 @@ mod notifier;
 // shared crate can replace both; not every helper (TAP ports, kernel drop counts) is used here.
 #[allow(dead_code)]
 mod process;
+mod stage;
 mod state;
 #[allow(dead_code)]
 mod telemetry;
