@@ -1,16 +1,19 @@
-"""Namespace topology with the gateway spliced in at both satellite edges, and the tools the gateway
-tests use (crafted TCP segments, packet capture, HTTP inside a namespace).
+"""The product's testbed (satlab.testbed: topology.build with the gateway spliced in at both
+satellite edges, one agent per box) and the tools the gateway tests use (crafted TCP segments,
+packet capture, HTTP inside a namespace).
 
-    srv [eth0] --- [lan] gw-router [sat0]=veth=[gwx] GATEWAY(gw) [wan] --- [egw] emu [est]
-        --- [wan] GATEWAY(st) [stx]=veth=[sat0] st-router [lan] --- [eth0] cli
+    srv1 [eth0] --- [p1|lan] gw [sat0]=veth=[gwx] GATEWAY(gw) [wan] --- [gw] emu [st]
+        --- [wan] GATEWAY(st) [stx]=veth=[sat0] st [lan|p1] --- [eth0] cli1
 
-- srv 10.71.1.2, gw router 10.71.1.1 (lan) / 10.71.0.1 (sat0); st router 10.71.0.2 (sat0) /
-  10.71.2.1 (lan), cli 10.71.2.2. The routers route with the kernel; the satellite subnet
-  10.71.0.0/24 has permanent neighbour entries (no ARP across the slow link).
-- ``gateway=False`` cables each router's sat0 straight to the emulator (the baseline).
-- Namespaces are ``g5-<pid>-<role>``; :meth:`Topology.close` kills every process it started (by
-  PID, its own process group) and removes every namespace, even after a failure; stale namespaces of
-  dead test processes are swept first.
+- Addresses are the topology's (satlab.testbed.topology): srv 10.250.1.11, gw 10.250.1.1 (lan) /
+  10.250.2.1 (sat0); st 10.250.2.2 (sat0) / 10.250.3.1 (lan), cli 10.250.3.11. The edges route
+  with the kernel; every next hop has a permanent neighbour entry (no ARP across the slow link).
+  The tests name the end hosts ``srv`` and ``cli``.
+- ``gateway=False`` cables each edge's sat0 straight to the emulator (the baseline).
+- The testbed's own lifecycle owns the namespaces (its state directory names this process, so the
+  sweeper at every testbed start removes only those of dead processes); :meth:`Topology.close`
+  kills every process it started (by PID, its own process group), then closes the testbed, which
+  removes every namespace, even after a failure.
 """
 
 from __future__ import annotations
@@ -18,14 +21,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import os
-import shutil
-import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -34,40 +33,41 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pyroute2 import NetNS, netns
+from pyroute2 import NetNS
 
 # The namespace helpers are the emulator tier's (tests/integration/netns.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import netns as netns_util  # noqa: E402
-from netns import socket_in_netns  # noqa: E402
+
+from satlab.testbed import testbed, topology  # noqa: E402
+from satlab.testbed.testbed import Testbed  # noqa: E402
+from satlab.testbed.topology import socket_in_netns  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
 GATEWAY_BIN = REPO / "target" / "release" / "satlab-gateway"
-TAG = "g5"
 
-SRV, GW_LAN, GW_SAT, ST_SAT, ST_LAN, CLI = (
-    "10.71.1.2",
-    "10.71.1.1",
-    "10.71.0.1",
-    "10.71.0.2",
-    "10.71.2.1",
-    "10.71.2.2",
+SRV, GW_LAN = f"{topology.SERVER_NET}.11", f"{topology.SERVER_NET}.1"
+GW_SAT, ST_SAT = f"{topology.SAT_NET}.1", f"{topology.SAT_NET}.2"
+ST_LAN, CLI = f"{topology.CLIENT_NET}.1", f"{topology.CLIENT_NET}.11"
+QUIET_SYSCTLS = (
+    "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
+    " net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0"
+    "; for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done"
 )
-MAC = {
-    "srv": "02:71:00:00:01:02",
-    "gw_lan": "02:71:00:00:01:01",
-    "gw_sat": "02:71:00:00:00:01",
-    "st_sat": "02:71:00:00:00:02",
-    "st_lan": "02:71:00:00:02:01",
-    "cli": "02:71:00:00:02:02",
-}
 HMAC_KEY = b"satlab-g5-testbed-key-0123456789"
 
 
-def sweep_stale() -> None:
-    """Remove namespaces of this tier left by dead test processes."""
-    netns_util.sweep_stale(TAG)
+def sweep_stale() -> list[str]:
+    """Remove the testbeds of dead processes (the product's sweeper; each testbed start runs it)."""
+    return testbed.sweep()
+
+
+def _mac(ns: str, ifname: str) -> str:
+    with NetNS(ns) as n:
+        link = n.get_links(n.link_lookup(ifname=ifname)[0])[0]
+        addr: str = link.get_attr("IFLA_ADDRESS")
+        return addr
 
 
 def http_json(ns: str, port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -85,57 +85,47 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ROLES = {"srv": "srv1", "cli": "cli1"}  # the tests' names of the testbed's end hosts
+
+
 @dataclass
 class Topology:
     gateway: bool = True
-    prefix: str = field(default_factory=lambda: f"{TAG}-{os.getpid()}-")
-    work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="g5-gw-")))
+    tb: Testbed = field(init=False)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tb = Testbed(1, 1, gateway=self.gateway)
+
+    @property
+    def work(self) -> Path:
+        return self.tb.dir
 
     def ns(self, role: str) -> str:
-        return self.prefix + role
+        assert self.tb.topo is not None
+        return self.tb.topo.ns(ROLES.get(role, role))
 
     # --- processes -----------------------------------------------------------------------
     def sh(self, role: str, args: Sequence[str], check: bool = True) -> str:
-        r = subprocess.run(
-            ["ip", "netns", "exec", self.ns(role), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if check and r.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} in {role}: {r.stderr}")
+        r = netns_util.run_in(self.ns(role), args, check=check)
         return r.stdout
 
     def spawn(self, role: str, args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
         with log.open("wb") as f:
-            p = subprocess.Popen(
-                ["ip", "netns", "exec", self.ns(role), *args],
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            p = netns_util.spawn_in(self.ns(role), args, stdout=f, stderr=subprocess.STDOUT)
         self.procs.append(p)
         return p
 
     def stop(self, p: subprocess.Popen[bytes]) -> None:
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait(5)
+        netns_util.stop_group(p)
         if p in self.procs:
             self.procs.remove(p)
 
     # --- build ---------------------------------------------------------------------------
     def __enter__(self) -> Topology:
+        self.tb.__enter__()  # builds the topology, or removes what it made and raises
         try:
-            self._build()
+            self._settle()
         except BaseException:
             self.close()
             raise
@@ -148,69 +138,26 @@ class Topology:
         for p in list(self.procs):
             with contextlib.suppress(Exception):
                 self.stop(p)
-        for n in reversed(self.created):
-            with contextlib.suppress(Exception):
-                netns.remove(n)
-        self.created.clear()
-        shutil.rmtree(self.work, ignore_errors=True)
+        self.tb.close()
 
-    def _new_ns(self, role: str) -> None:
-        name = self.ns(role)
-        netns.create(name)
-        self.created.append(name)
-        for key in ("all", "default"):
-            self.sh(role, ["sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"])
-            self.sh(role, ["sysctl", "-qw", f"net.ipv4.conf.{key}.rp_filter=0"])
-        with NetNS(name) as n:
-            n.link("set", index=n.link_lookup(ifname="lo")[0], state="up")
-
-    def _veth(self, a: str, if_a: str, b: str, if_b: str, mac_a: str = "", mac_b: str = "") -> None:
-        with NetNS(self.ns(a)) as na:
-            na.link("add", ifname=if_a, kind="veth", peer={"ifname": if_b, "net_ns_fd": self.ns(b)})
-            ia = na.link_lookup(ifname=if_a)[0]
-            if mac_a:
-                na.link("set", index=ia, address=mac_a)
-            na.link("set", index=ia, state="up")
-        with NetNS(self.ns(b)) as nb:
-            ib = nb.link_lookup(ifname=if_b)[0]
-            if mac_b:
-                nb.link("set", index=ib, address=mac_b)
-            nb.link("set", index=ib, state="up")
-        for role, ifn in ((a, if_a), (b, if_b)):
-            self.sh(
-                role, ["ethtool", "-K", ifn, "tso", "off", "gso", "off", "gro", "off", "tx", "off"]
-            )
-
-    def _addr(self, role: str, ifname: str, addr: str) -> None:
-        with NetNS(self.ns(role)) as n:
-            n.addr("add", index=n.link_lookup(ifname=ifname)[0], address=addr, prefixlen=24)
-
-    def _build(self) -> None:
-        sweep_stale()
-        for r in ("srv", "gw", "emu", "st", "cli"):
-            self._new_ns(r)
-        self._veth("srv", "eth0", "gw", "lan", MAC["srv"], MAC["gw_lan"])
-        self._veth("cli", "eth0", "st", "lan", MAC["cli"], MAC["st_lan"])
-        if self.gateway:
-            self._veth("gw", "sat0", "gw", "gwx", MAC["gw_sat"])
-            self._veth("st", "sat0", "st", "stx", MAC["st_sat"])
-            self._veth("gw", "wan", "emu", "egw")
-            self._veth("st", "wan", "emu", "est")
-        else:
-            self._veth("gw", "sat0", "emu", "egw", MAC["gw_sat"])
-            self._veth("st", "sat0", "emu", "est", MAC["st_sat"])
-        self._addr("srv", "eth0", SRV)
-        self._addr("gw", "lan", GW_LAN)
-        self._addr("gw", "sat0", GW_SAT)
-        self._addr("st", "sat0", ST_SAT)
-        self._addr("st", "lan", ST_LAN)
-        self._addr("cli", "eth0", CLI)
-        self.sh("srv", ["ip", "route", "add", "default", "via", GW_LAN])
-        self.sh("cli", ["ip", "route", "add", "default", "via", ST_LAN])
-        self.sh("gw", ["ip", "route", "add", "10.71.2.0/24", "via", ST_SAT])
-        self.sh("st", ["ip", "route", "add", "10.71.1.0/24", "via", GW_SAT])
-        for role in ("gw", "st"):
-            self.sh(role, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+    def _settle(self) -> None:
+        """What the gateway tests add to the testbed: no IPv6, no reverse-path filter, offloads off
+        on the emulator's ports too, and permanent neighbours for every next hop."""
+        topo = self.tb.topo
+        assert topo is not None
+        for role in topo.boxes:
+            self.sh(role, ["sh", "-c", QUIET_SYSCTLS])
+        offloads = "tso off gso off gro off tx off"
+        emu_ports = topology.interfaces(topo, "emu")
+        self.sh("emu", ["sh", "-c", "; ".join(f"ethtool -K {i} {offloads}" for i in emu_ports)])
+        mac = {
+            "srv": _mac(self.ns("srv"), "eth0"),
+            "gw_lan": _mac(self.ns("gw"), "lan"),
+            "gw_sat": _mac(self.ns("gw"), "sat0"),
+            "st_sat": _mac(self.ns("st"), "sat0"),
+            "st_lan": _mac(self.ns("st"), "lan"),
+            "cli": _mac(self.ns("cli"), "eth0"),
+        }
         neigh = (
             ("srv", GW_LAN, "gw_lan", "eth0"),
             ("gw", SRV, "srv", "lan"),
@@ -219,16 +166,16 @@ class Topology:
             ("st", CLI, "cli", "lan"),
             ("cli", ST_LAN, "st_lan", "eth0"),
         )
-        for role, ip, mac, dev in neigh:
-            self.sh(role, ["ip", "neigh", "replace", ip, "lladdr", MAC[mac], "dev", dev])
+        for role, ip, who, dev in neigh:
+            self.sh(role, ["ip", "neigh", "replace", ip, "lladdr", mac[who], "dev", dev])
 
     # --- emulator and gateways -------------------------------------------------------------
     def emulator_config(self, **over: Any) -> dict[str, Any]:
         base: dict[str, Any] = {
             "seed": 5,
             "ports": {
-                "gw": {"kind": "af_packet", "interface": "egw"},
-                "st": {"kind": "af_packet", "interface": "est"},
+                "gw": {"kind": "af_packet", "interface": "gw"},
+                "st": {"kind": "af_packet", "interface": "st"},
             },
             "telemetry": {
                 "socket": str(self.work / "telemetry.sock"),

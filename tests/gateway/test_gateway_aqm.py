@@ -10,7 +10,9 @@ import threading
 import time
 from typing import Any
 
-from gwnet import CLI, Capture, Topology, pace, socket_in_netns
+from gwnet import CLI, Capture, Topology, pace
+
+from satlab.testbed.topology import socket_in_netns
 
 RATE_BPS = 2e6
 FRAME = 1014  # 1000-byte IP packet + Ethernet header

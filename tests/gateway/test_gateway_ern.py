@@ -20,9 +20,10 @@ from gwnet import (
     Topology,
     ern_option,
     find_option,
-    socket_in_netns,
     tcp_segment,
 )
+
+from satlab.testbed.topology import socket_in_netns
 
 PORT = 7000
 PAYLOAD = b"e" * 1000

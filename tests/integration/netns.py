@@ -21,7 +21,6 @@ super-packets and partial checksums otherwise).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import http.client
 import json
 import os
@@ -29,9 +28,8 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,13 +37,14 @@ from typing import Any, Literal
 import yaml
 from pyroute2 import NetNS, netns
 
+# One setns helper for every test tier: the product's (a socket made inside a namespace).
+from satlab.testbed.topology import socket_in_netns
+
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
 NAIVE_BIN = REPO / "target" / "release" / "naive-forwarder"
 MAC_GW = "02:5a:00:00:00:01"
 MAC_ST = "02:5a:00:00:00:02"
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 Mode = Literal["l2", "l3", "veth"]
 
@@ -72,35 +71,38 @@ def sweep_stale(tag: str) -> list[str]:
     return removed
 
 
-def _setns(ns: str) -> None:
-    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"setns({ns}): {os.strerror(err)}")
-    finally:
-        os.close(fd)
+def run_in(
+    ns: str, args: Sequence[str], check: bool = True, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """Run a command inside namespace ``ns`` and wait for it."""
+    r = subprocess.run(
+        ["ip", "netns", "exec", ns, *args], capture_output=True, text=True, timeout=timeout
+    )
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} in {ns} failed ({r.returncode}): {r.stderr}")
+    return r
 
 
-def socket_in_netns(ns: str, family: int, kind: int, proto: int = 0) -> socket.socket:
-    """Create a socket inside namespace ``ns`` (setns in a short-lived thread; the socket keeps
-    its namespace after the thread ends, and the caller's own namespace is never touched)."""
-    box: dict[str, Any] = {}
+def spawn_in(ns: str, args: Sequence[str], **kw: Any) -> subprocess.Popen[bytes]:
+    """Start a process inside namespace ``ns``, in a process group of its own (see stop_group)."""
+    p: subprocess.Popen[bytes] = subprocess.Popen(
+        ["ip", "netns", "exec", ns, *args], start_new_session=True, **kw
+    )
+    return p
 
-    def worker() -> None:
+
+def stop_group(p: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
+    """SIGTERM then SIGKILL the process group of one process spawn_in started (by its PID)."""
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
         try:
-            _setns(ns)
-            box["sock"] = socket.socket(family, kind, proto)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-            box["err"] = e
-
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    if "err" in box:
-        raise box["err"]
-    sock: socket.socket = box["sock"]
-    return sock
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(5)
+    return p.returncode
 
 
 class NsHTTPConnection(http.client.HTTPConnection):
@@ -169,38 +171,20 @@ class Topology:
         self, ns: str, args: Sequence[str], check: bool = True, timeout: float = 60.0
     ) -> subprocess.CompletedProcess[str]:
         """Run a command inside a namespace and wait for it."""
-        r = subprocess.run(
-            ["ip", "netns", "exec", ns, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and r.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} in {ns} failed ({r.returncode}): {r.stderr}")
-        return r
+        return run_in(ns, args, check, timeout)
 
     def spawn(self, ns: str, args: Sequence[str], **kw: Any) -> subprocess.Popen[bytes]:
         """Start a process inside a namespace; it is killed (by PID) at teardown."""
-        p: subprocess.Popen[bytes] = subprocess.Popen(
-            ["ip", "netns", "exec", ns, *args], start_new_session=True, **kw
-        )
+        p = spawn_in(ns, args, **kw)
         self.procs.append(p)
         return p
 
     def stop(self, p: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
         """SIGTERM then SIGKILL one process this topology started (its own process group only)."""
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait(5)
+        rc = stop_group(p, timeout)
         if p in self.procs:
             self.procs.remove(p)
-        return p.returncode
+        return rc
 
     def sock(self, ns: str, kind: int = socket.SOCK_DGRAM) -> socket.socket:
         return socket_in_netns(ns, socket.AF_INET, kind)
@@ -413,74 +397,6 @@ class Emulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@contextlib.contextmanager
-def telemetry_stream(path: str | Path, timeout: float = 10.0) -> Iterator[TelemetryReader]:
-    """Connect to the emulator's telemetry Unix socket and read newline-delimited JSON."""
-    deadline = time.monotonic() + timeout
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    while True:
-        try:
-            s.connect(str(path))
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                s.close()
-                raise
-            time.sleep(0.05)
-    reader = TelemetryReader(s)
-    try:
-        yield reader
-    finally:
-        reader.close()
-
-
-class TelemetryReader:
-    """Collects telemetry records in a background thread (each stamped with local receive time)."""
-
-    def __init__(self, s: socket.socket) -> None:
-        self.sock = s
-        self.records: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self._stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        buf = b""
-        self.sock.settimeout(0.2)
-        while not self._stop:
-            try:
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            now = time.monotonic()
-            for ln in lines:
-                if not ln.strip():
-                    continue
-                try:
-                    rec = json.loads(ln)
-                except ValueError:
-                    continue
-                rec["_rx"] = now
-                with self.lock:
-                    self.records.append(rec)
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return list(self.records)
-
-    def close(self) -> None:
-        self._stop = True
-        self.thread.join(2)
-        self.sock.close()
 
 
 def proc_stat(pid: int) -> tuple[float, int]:

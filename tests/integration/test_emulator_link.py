@@ -23,8 +23,10 @@ from linkcalc import (
     opensand_modcod,
     total_cn_db,
 )
-from netns import Topology, telemetry_stream
+from netns import Topology
 from traffic import icmp_rtts_ms, send_udp, tcp_transfer, udp_receiver
+
+from satlab.testbed.telemetry import TelemetryReader
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -125,17 +127,21 @@ def test_step_attenuation_switches_modcod_with_the_feedback_delay(
     step_ms = 21 * 100.0
     # the socket exists once the emulator is up; connect right after start to see t_ms from ~0
     emu = emulator(**cfg)
-    with telemetry_stream(emu.config["telemetry"]["socket"]) as tel:
+    tel = TelemetryReader(Path(emu.config["telemetry"]["socket"]))
+    tel.wait_connected()
+    try:
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:
-            recs = [
-                r
-                for r in tel.snapshot()
-                if r.get("type") == "telemetry" and r.get("direction") == "forward"
+            # the reader keeps the periodic link records (type "telemetry") only
+            recs: list[dict[str, Any]] = [
+                dict(r) for r in list(tel.records) if r["direction"] == "forward"
             ]
             if recs and recs[-1]["t_ms"] > step_ms + 1500:
                 break
             time.sleep(0.1)
+    finally:
+        tel.stop()
+        tel.join(2)
     recs = [r for r in recs if r.get("modcod")]
     assert recs, "no forward telemetry"
     assert recs[0]["t_ms"] < step_ms - 500, f"telemetry started late: {recs[0]['t_ms']}"

@@ -14,8 +14,10 @@ import time
 
 import pytest
 from emuconfig import EmulatorFactory
-from netns import MAC_GW, MAC_ST, Topology, socket_in_netns
+from netns import MAC_GW, MAC_ST, Topology
 from traffic import tcp_transfer
+
+from satlab.testbed.topology import socket_in_netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 from emuconfig import EmulatorFactory
-from netns import EmulatorError, Topology, socket_in_netns, sweep_stale, unique_prefix
+from netns import EmulatorError, Topology, sweep_stale, unique_prefix
 from traffic import tcp_transfer
+
+from satlab.testbed.topology import socket_in_netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

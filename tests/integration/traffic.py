@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from netns import Topology, socket_in_netns
+from netns import Topology
+
+from satlab.testbed.topology import socket_in_netns
 
 SO_NO_CHECK = 11  # IPv4 UDP: send with checksum 0, so payload bit errors reach the application
 SO_TIMESTAMPNS = 35  # asm-generic: SO_TIMESTAMPNS_OLD (struct timespec, 64-bit)

@@ -15,12 +15,10 @@ worker finds its testbed by the state directory whose owner_pid is its own proce
 
 from __future__ import annotations
 
-import ctypes
 import http.client
 import json
 import os
 import socket
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +37,6 @@ from satlab.testbed.runner import EMULATOR_CONTROL_LISTEN
 
 _host, _port = EMULATOR_CONTROL_LISTEN.rsplit(":", 1)
 EMULATOR_CONTROL = (_host, int(_port))  # where the runner makes every emulator listen
-CLONE_NEWNET = 0x40000000
 CHANNEL = "satlab_control"
 
 
@@ -123,32 +120,6 @@ def current_testbed_id() -> str | None:
     return None
 
 
-def _connect_in_netns(netns: str, addr: tuple[str, int], timeout: float) -> socket.socket:
-    out: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
-            try:
-                if libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns {netns}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            out["sock"] = socket.create_connection(addr, timeout)
-        except OSError as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=target, name=f"netns-{netns}")
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    sock: socket.socket = out["sock"]
-    return sock
-
-
 def emulator_request(
     testbed_id: str,
     method: str,
@@ -157,9 +128,15 @@ def emulator_request(
     timeout: float = 3.0,
 ) -> tuple[int, dict[str, Any]]:
     """One HTTP exchange with the emulator's control server in the testbed's emu namespace."""
-    from satlab.testbed.topology import namespace_name
+    from satlab.testbed.topology import namespace_name, socket_in_netns
 
-    sock = _connect_in_netns(namespace_name(testbed_id, "emu"), EMULATOR_CONTROL, timeout)
+    sock = socket_in_netns(namespace_name(testbed_id, "emu"), socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(EMULATOR_CONTROL)
+    except OSError:
+        sock.close()
+        raise
     conn = http.client.HTTPConnection(*EMULATOR_CONTROL, timeout=timeout)
     conn.sock = sock
     try:

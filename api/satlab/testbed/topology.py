@@ -14,7 +14,10 @@ prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyroute2 import NetNS, netns
 
@@ -169,3 +172,25 @@ def set_default_route_metrics(topo: Topology, role: str, metrics: dict[str, int]
     lan = SERVER_NET if role.startswith("srv") else CLIENT_NET
     with NetNS(topo.ns(role)) as ns:
         ns.route("replace", dst="0.0.0.0/0", gateway=f"{lan}.1", metrics=metrics)
+
+
+def socket_in_netns(name: str, family: int, kind: int, proto: int = 0) -> socket.socket:
+    """A socket made inside network namespace `name` (by its /run/netns name). setns(2) runs in a
+    short-lived thread, so the caller's own namespace is never touched; a socket keeps the
+    namespace it was made in, so it is then used from any thread."""
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            netns.setns(name, flags=0)  # flags=0: join an existing namespace, never create one
+            out["sock"] = socket.socket(family, kind, proto)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=target, name=f"netns-{name}")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    sock: socket.socket = out["sock"]
+    return sock
