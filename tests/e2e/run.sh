@@ -5,7 +5,12 @@
 # driven by playwright-core (never a downloaded browser).
 #
 #   tests/e2e/run.sh            # build the UI, start everything, run tests/e2e/*.spec.mjs
+#   tests/e2e/run.sh tests/e2e/tokens.spec.mjs ...  # only these, each alone, in this order
 #   E2E_KEEP=1 tests/e2e/run.sh # leave the scratch database for inspection
+#
+# Each spec file is one user journey and makes what it needs through the API (fixture.mjs), so
+# any one passes alone and in any order: with this environment exported,
+#   node --test tests/e2e/<one>.spec.mjs
 #
 # Everything started here is stopped by PID on exit, failure or Ctrl-C. Screenshots of each main
 # page go to tests/e2e/screenshots/ (gitignored); logs to tests/e2e/screenshots/logs/.
@@ -87,4 +92,14 @@ kill -0 "${pids[-1]}" 2>/dev/null || { tail -20 "$LOGS/worker.log"; exit 1; }
 
 echo "==> specs"
 export E2E_OUT="$OUT" E2E_CHROMIUM="$CHROMIUM"
-node --test --test-concurrency=1 --test-reporter=spec "$E2E"/*.spec.mjs
+if [ "$#" -eq 0 ]; then
+  node --test --test-concurrency=1 --test-reporter=spec "$E2E"/*.spec.mjs
+else
+  # each given spec alone (its own `node --test`), in the order given
+  fail=0
+  for spec in "$@"; do
+    echo "--> $spec"
+    node --test --test-reporter=spec "$spec" || fail=1
+  done
+  exit "$fail"
+fi
