@@ -29,6 +29,9 @@ bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connecti
 bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients, beside the 50 ms p99 target (root)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
 
+soak: db  ## Soak: an hour of a saturated link through the gateway, then 1000 short runs drained by two workers (root; about 2 h)
+	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/soak.py
+
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
 	@tests/compose/smoke.sh
 
@@ -38,4 +41,4 @@ schemas: setup  ## Regenerate the emulator's contracts (JSON Schemas in api/satl
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep compose-smoke schemas stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke schemas stop

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import OperationalError
+
 from satlab import db
 from satlab.scenario import RunSpec, Scenario, parse_scenario
 from satlab.service import control, queue, runs
@@ -137,10 +139,28 @@ def execute_run(run_id: int, me: runs.WorkerIdentity | None = None) -> str | Non
         if hb.is_alive():
             hb.stop()
     try:
-        with db.new_session() as s:
-            return runs.finish(s, run_id, me, doc, error)
+        return _finish(run_id, me, doc, error)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _finish(
+    run_id: int, me: runs.WorkerIdentity, doc: dict[str, Any] | None, error: str | None
+) -> str | None:
+    """runs.finish, tried again while the database cannot be reached (a restart, a failover):
+    the run's result exists only in this process until it is stored. Given up after
+    stale_after_s: by then the run's heartbeat is stale and a janitor takes the run back as soon
+    as it reaches the database (a finish after that is refused anyway)."""
+    deadline = time.monotonic() + get_settings().stale_after_s
+    while True:
+        try:
+            with db.new_session() as s:
+                return runs.finish(s, run_id, me, doc, error)
+        except OperationalError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("run %s: storing its end failed, trying again in 1 s: %s", run_id, exc)
+            time.sleep(1)
 
 
 app = queue.make_app()

@@ -61,6 +61,11 @@ class AgentError(RuntimeError):
     """An agent answered with an error, or could not be reached."""
 
 
+class AgentTimeout(AgentError):
+    """An agent did not answer in time: it hangs (stopped, or stuck). Its socket still accepts
+    connections (the kernel queues them), so only the time limit ends the wait."""
+
+
 def request(path: str, method: str, url: str, body: Any = None, timeout: float = 10.0) -> Any:
     conn = UnixHTTPConnection(path, timeout)
     try:
@@ -69,6 +74,10 @@ def request(path: str, method: str, url: str, body: Any = None, timeout: float =
         conn.request(method, url, body=payload, headers=headers)
         resp = conn.getresponse()
         data = json.loads(resp.read() or b"null")
+    except TimeoutError as exc:  # say which limit ran out, not just "timed out"
+        raise AgentTimeout(
+            f"agent at {path}: {method} {url}: no answer within {timeout:g} s"
+        ) from exc
     except (OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
         raise AgentError(f"agent at {path}: {method} {url}: {exc}") from exc
     finally:

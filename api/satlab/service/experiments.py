@@ -239,8 +239,14 @@ def counts(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, i
 
 
 def refresh_state(session: Session, experiment_id: int) -> str:
-    """The experiment's state from its runs' (call in the transaction that changed a run)."""
-    exp = session.get(Experiment, experiment_id, with_for_update=True)
+    """The experiment's state from its runs' (call in the transaction that changed a run).
+
+    The row is locked FOR NO KEY UPDATE, not FOR UPDATE: the run_events row the same transaction
+    inserted already holds a KEY SHARE lock on it (its foreign key), and so may another worker's
+    transaction on another run of this experiment; FOR UPDATE conflicts with that lock and two
+    such workers deadlocked (seen in make soak), FOR NO KEY UPDATE only waits for the other's
+    refresh."""
+    exp = session.get(Experiment, experiment_id, with_for_update={"key_share": True})
     assert exp is not None
     states = set(session.scalars(select(Run.state).where(Run.experiment_id == experiment_id)).all())
     if states & {"running"} or (states & {"queued"} and states & set(TERMINAL)):

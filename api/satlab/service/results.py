@@ -169,8 +169,8 @@ def store(session: Session, run: Run, doc: dict[str, Any]) -> dict[str, float | 
             )
         )
     stored = {k: v for k, v in doc.items() if k != "timeseries"}
-    if skipped:
-        stored["artifacts_skipped"] = skipped
+    if skipped:  # with those the runner already left out (a capture cut short by a full disk)
+        stored["artifacts_skipped"] = {**doc.get("artifacts_skipped", {}), **skipped}
     existing = session.get(Result, run.id)
     if existing is None:
         session.add(Result(run_id=run.id, document=stored))

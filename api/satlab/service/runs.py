@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -178,7 +178,8 @@ def janitor(
 ) -> list[dict[str, Any]]:
     """Runs 'running' whose heartbeat is older than stale_after_s: their testbeds are swept when
     they ran on this machine, then they are retried (attempt < max_attempts) or failed with the
-    reason. SKIP LOCKED: janitors of several workers never handle the same run."""
+    reason; runs still 'queued' whose job ended get a new one. SKIP LOCKED: janitors of several
+    workers never handle the same run."""
     st = get_settings()
     candidates = session.scalars(
         select(Run)
@@ -239,7 +240,34 @@ def janitor(
         log.warning("janitor: run %s %s (%s)", run.id, new, reason)
     if swept:
         log.warning("janitor: swept testbeds %s", " ".join(swept))
+    actions += _requeue_jobless(session)
     session.commit()
+    return actions
+
+
+def _requeue_jobless(session: Session) -> list[dict[str, Any]]:
+    """Runs still 'queued' whose queue job ended without claiming them (the claim's transaction
+    failed: a database outage) get a new job; otherwise nothing would ever run them."""
+    jobless = session.scalars(
+        select(Run)
+        .where(
+            Run.state == "queued",
+            Run.job_id.in_(
+                text("SELECT id FROM procrastinate_jobs WHERE status IN ('failed', 'aborted')")
+            ),
+        )
+        .with_for_update(skip_locked=True)
+    ).all()
+    actions = []
+    for run in jobless:
+        priority = session.scalar(
+            select(Experiment.priority).where(Experiment.id == run.experiment_id)
+        )
+        run.job_id = queue.enqueue_run(session, run.id, priority or 0)
+        reason = "its queue job ended without running it; queued again"
+        events.record(session, run, "queued", run.progress, reason)
+        actions.append({"run_id": run.id, "state": "queued", "reason": reason})
+        log.warning("janitor: run %s %s", run.id, reason)
     return actions
 
 

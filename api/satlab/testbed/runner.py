@@ -10,8 +10,13 @@ and a fresh emulator per run means every configuration starts from the same chan
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import platform
+import re
+import signal
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +25,7 @@ from typing import Any
 import yaml
 
 from satlab import __version__
-from satlab.agent.unixhttp import AgentError
+from satlab.agent.unixhttp import AgentError, AgentTimeout
 from satlab.scenario import BulkTcp, Configuration, RunSpec, Scenario, ShortFlows, UdpCross
 from satlab.schemes import project_scheme
 from satlab.testbed import gateway as edge_gateway
@@ -251,15 +256,14 @@ def _execute(
     receivers = withhold.stop(tb, withholding)
     samples = {r: tb.agent(r, "GET", "/sampling")["samples"] for r in sample_ports}
     netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
-    for role in pcaps:
-        tb.agent(role, "DELETE", "/processes/capture")
+    captures = {role: tb.agent(role, "DELETE", "/processes/capture") for role in pcaps}
     gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
     endhosts = host_schemes.stop(tb, loaded)
     pep_records = edge_pep.stop(tb, peps)  # a PEP that died during the run fails it here
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
-        raise RunFailed(f"emulator failed: {emu['stderr'][-500:]}")
+        raise RunFailed(f"emulator failed ({_ended(emu)}): {emu['stderr'][-500:]}")
 
     flows = [_flow_summary(i, t, flows_out[i], sinks_out[i], t0) for i, t in enumerate(sc.traffic)]
     out: dict[str, Any] = {}
@@ -275,6 +279,15 @@ def _execute(
     if receivers:
         # per receiving host: satlab-withhold's counters (dupACKs held, releases, strides)
         out["receivers"] = receivers
+    # A capture whose file is not whole (a full disk) is not kept, and says why; the run's
+    # measurements do not depend on it (the store skips unreadable or oversized artifacts alike).
+    skipped = {
+        f"pcap.{role}": why
+        for role, path in pcaps.items()
+        if (why := _capture_fault(path, captures[role]))
+    }
+    if skipped:
+        out["artifacts_skipped"] = skipped
     return {
         **out,
         "_setup_s": setup_s,
@@ -282,7 +295,11 @@ def _execute(
         "flows": flows,
         "hosts": {r: _counter_diff(netstat_before[r], netstat_after[r]) for r in hosts},
         "link_events": dict(telemetry.event_counts),
-        "artifacts": {f"pcap.{role}": str(path) for role, path in pcaps.items()},
+        "artifacts": {
+            f"pcap.{role}": str(path)
+            for role, path in pcaps.items()
+            if f"pcap.{role}" not in skipped
+        },
         "timeseries": {
             "tcp": [
                 {**s, "t": round(s["t"] - t0, 4), "host": r}
@@ -357,36 +374,105 @@ def _wait(
     edges: list[str] | None = None,
 ) -> None:
     running = set(senders)
+
+    def process(role: str, ident: str, elapsed: float) -> dict[str, Any]:
+        """A process's state from its agent; the run fails naming an agent that died or hangs."""
+        try:
+            st: dict[str, Any] = tb.agent(role, "GET", f"/processes/{ident}")
+        except AgentError as exc:
+            # The agent may have died between the liveness check and this request.
+            if not tb.agent_alive(role):
+                raise RunFailed(
+                    f"agent {role} died during the run (at t={elapsed:.1f} s)"
+                ) from None
+            if isinstance(exc, AgentTimeout):  # alive but not answering: stopped or stuck
+                raise RunFailed(f"agent {role} hangs (at t={elapsed:.1f} s): {exc}") from None
+            raise
+        return st
+
     while running:
         elapsed = time.monotonic() - t0
         for role in ["emu", *set(senders.values())]:
             if not tb.agent_alive(role):
                 raise RunFailed(f"agent {role} died during the run (at t={elapsed:.1f} s)")
         for i in list(running):
-            try:
-                st = tb.agent(senders[i], "GET", f"/processes/send{i}")
-            except AgentError:
-                # The agent may have died between the liveness check and this request.
-                if not tb.agent_alive(senders[i]):
-                    raise RunFailed(
-                        f"agent {senders[i]} died during the run (at t={elapsed:.1f} s)"
-                    ) from None
-                raise
+            st = process(senders[i], f"send{i}", elapsed)
             if st["state"] != "running":
                 running.discard(i)
                 if st["state"] == "failed":
                     raise RunFailed(f"traffic {i} sender failed: {st['stderr'][-500:]}")
-        emu = tb.agent("emu", "GET", "/processes/emulator")
+        emu = process("emu", "emulator", elapsed)
         if emu["state"] != "running":
-            raise RunFailed(f"emulator exited during the run: {emu['stderr'][-500:]}")
+            raise RunFailed(
+                f"emulator exited during the run ({_ended(emu)}): {emu['stderr'][-500:]}"
+            )
         for role in edges or []:
-            g = tb.agent(role, "GET", "/processes/gateway")
+            g = process(role, "gateway", elapsed)
             if g["state"] != "running":
-                raise RunFailed(f"gateway {role} exited during the run: {g['stderr'][-500:]}")
+                raise RunFailed(
+                    f"gateway {role} exited during the run ({_ended(g)}): {g['stderr'][-500:]}"
+                )
         if elapsed >= sc.duration_s + STOP_GRACE_S:
             break  # senders still going are stopped and reported incomplete
         progress(min(1.0, elapsed / sc.duration_s), f"{len(running)} flow(s) running")
         time.sleep(0.2)
+
+
+def _ended(proc: dict[str, Any]) -> str:
+    """How a process an agent ran ended, from its exit code: `signal 9, SIGKILL` (a crash or a
+    kill leaves nothing on stderr to say so), or `exit code 1`."""
+    code = proc.get("exit_code")
+    if code is not None and code < 0:
+        try:
+            return f"signal {-code}, {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+_CAPTURED = re.compile(r"^(\d+) packets? captured$", re.MULTILINE)
+
+
+def _capture_fault(path: Path, capture: dict[str, Any]) -> str | None:
+    """Why a capture file is not whole, or None. tcpdump carries on when its writes fail (a full
+    disk leaves a short file and a clean exit), so the records in the file are counted against
+    the packets it says it captured (its last words on stderr)."""
+    said = _CAPTURED.search(capture.get("stderr") or "")
+    if said is None:
+        if (capture.get("exit_code") or 0) > 0:  # it gave up: could not start, or write
+            lines = (capture.get("stderr") or "").strip().splitlines()
+            return f"capture failed ({_ended(capture)}): {lines[-1] if lines else ''}"
+        return None  # killed before it could say: the file is what there is
+    try:
+        records, whole = _pcap_records(path)
+    except OSError as err:
+        return f"cannot read: {err.strerror}"
+    captured = int(said[1])
+    if whole and records >= captured:
+        return None
+    full = os.statvfs(path.parent).f_bavail == 0
+    return (
+        f"{os.strerror(errno.ENOSPC) if full else 'a write failed'}: the file holds {records} "
+        f"of the {captured} packets captured"
+    )
+
+
+def _pcap_records(path: Path) -> tuple[int, bool]:
+    """(complete records in a pcap file, whether the file ends where a record does)."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(24)
+        if len(head) < 24:
+            return 0, False
+        order = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        pos, n = 24, 0
+        while pos + 16 <= size:
+            f.seek(pos + 8)  # a record header: ts_sec, ts_usec, incl_len, orig_len
+            (incl,) = struct.unpack(order + "I", f.read(4))
+            if pos + 16 + incl > size:
+                break
+            pos, n = pos + 16 + incl, n + 1
+    return n, pos == size
 
 
 def _counter_diff(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

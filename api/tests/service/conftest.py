@@ -99,8 +99,8 @@ def clean(database: ScratchDb) -> Iterator[None]:
     yield
 
 
-@pytest.fixture
-def tokens(clean: None) -> Tokens:
+def make_tokens() -> Tokens:
+    """A token of each role in the current database."""
     with db.new_session() as s:
         made = {
             role: auth.create_token(s, role, role.split("_")[-1])[1]
@@ -109,6 +109,11 @@ def tokens(clean: None) -> Tokens:
         made["other_submitter"] = auth.create_token(s, "other", "submitter")[1]
         s.commit()
     return Tokens(**made)
+
+
+@pytest.fixture
+def tokens(clean: None) -> Tokens:
+    return make_tokens()
 
 
 @pytest.fixture

@@ -1,19 +1,14 @@
 """The worker against the real database, the real procrastinate queue and real testbed runs
 (root and the emulator binary): claim, heartbeat, stored results, a run whose agent dies, the
-janitor, a worker killed mid-run whose testbed is swept."""
+janitor. A worker killed mid-run, and the other faults, are in test_faults.py."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,41 +16,18 @@ from sqlalchemy import select, text, update
 
 from satlab import db, worker
 from satlab.service import runs
-from satlab.service.models import Run, RunEvent, Series
+from satlab.service.models import Run, RunEvent
 from satlab.settings import get_settings
-from satlab.testbed import topology
-from satlab.testbed.testbed import STATE_ROOT
 
 from .conftest import Tokens, make_experiment, needs_testbed, scenario_yaml, upload_fade
-
-ME = runs.WorkerIdentity("test-host", os.getpid())
-
-
-def _run_ids(exp_id: int) -> list[int]:
-    with db.new_session() as s:
-        return list(
-            s.scalars(select(Run.id).where(Run.experiment_id == exp_id).order_by(Run.index))
-        )
-
-
-def _run(run_id: int) -> Run:
-    with db.new_session() as s:
-        r = s.get(Run, run_id)
-        assert r is not None
-        return r
+from .runhelpers import ME, agents_of, get_run, going, run_ids, submit_runs, wait_for
 
 
 def _kill_srv1_agent_once_running(rid: int, timeout_s: float = 30) -> None:
     """SIGKILL the srv1 agent of the run's testbed once its flows are going."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        r = _run(rid)
-        if r.state == "running" and r.progress > 0 and r.testbed_id:
-            state = json.loads((STATE_ROOT / r.testbed_id / "state.json").read_text())
-            os.kill(state["agents"]["srv1"], signal.SIGKILL)
-            return
-        time.sleep(0.1)
-    raise AssertionError("the run never got going")
+    r = wait_for("the run getting going", lambda: going(rid), timeout_s)
+    assert r.testbed_id
+    os.kill(agents_of(r.testbed_id)["srv1"], signal.SIGKILL)
 
 
 @needs_testbed
@@ -144,34 +116,21 @@ def test_procrastinate_worker_runs_every_queued_run(
     assert 'satlab_runs{state="succeeded"} 4' in metrics and "satlab_queue_depth 0" in metrics
 
 
-def _submit_cubic(client: TestClient, tokens: Tokens, name: str, duration_s: int) -> dict[str, Any]:
-    """An experiment of one cubic run lasting duration_s."""
-    text_ = scenario_yaml(name, 1).replace("duration_s: 2", f"duration_s: {duration_s}")
-    upload_fade(client, tokens)
-    sc = client.post("/api/scenarios", json={"yaml": text_}, headers=tokens.h("submitter")).json()
-    r = client.post(
-        "/api/experiments",
-        json={"scenario_id": sc["id"], "configurations": ["cubic"]},
-        headers=tokens.h("submitter"),
-    )
-    return dict(r.json()["experiment"])
-
-
 @needs_testbed
 def test_failed_run_is_recorded_and_retried(client: TestClient, tokens: Tokens) -> None:
-    exp = _submit_cubic(client, tokens, "w2", duration_s=6)
-    (rid,) = _run_ids(exp["id"])
+    exp = submit_runs(client, tokens, "w2", duration_s=6)
+    (rid,) = run_ids(exp["id"])
     killer = threading.Thread(target=_kill_srv1_agent_once_running, args=(rid,))
     killer.start()
     assert worker.execute_run(rid, ME) == "failed"
     killer.join()
-    bad = _run(rid)
+    bad = get_run(rid)
     assert bad.state == "failed" and "agent srv1 died" in (bad.error or "")
     full = client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()
     assert full["state"] == "failed"
     client.post(f"/api/experiments/{exp['id']}/retry", headers=tokens.h("submitter"))
     assert worker.execute_run(rid, ME) == "succeeded"
-    assert _run(rid).attempt == 2
+    assert get_run(rid).attempt == 2
     assert (
         client.get(f"/api/experiments/{exp['id']}", headers=tokens.h("viewer")).json()["state"]
         == "succeeded"
@@ -180,7 +139,7 @@ def test_failed_run_is_recorded_and_retried(client: TestClient, tokens: Tokens) 
 
 def test_a_run_is_claimed_once(client: TestClient, tokens: Tokens) -> None:
     exp = make_experiment(client, tokens, "w3", reps=1)["experiment"]
-    rid = _run_ids(exp["id"])[0]
+    rid = run_ids(exp["id"])[0]
     other = runs.WorkerIdentity("other-host", 1)
     with db.new_session() as s:
         assert runs.claim(s, rid, ME) is not None
@@ -191,19 +150,19 @@ def test_a_run_is_claimed_once(client: TestClient, tokens: Tokens) -> None:
         assert runs.heartbeat(s, rid, other, 0.5, "x") is False
         assert runs.heartbeat(s, rid, ME, 0.5, "halfway", {"modcod": 3}) is True
         assert runs.finish(s, rid, other, None, "nope") is None
-    assert _run(rid).state == "running" and _run(rid).progress == 0.5
+    assert get_run(rid).state == "running" and get_run(rid).progress == 0.5
     # A cancelled run is not executed.
-    rid2 = _run_ids(exp["id"])[1]
+    rid2 = run_ids(exp["id"])[1]
     client.post(f"/api/experiments/{exp['id']}/cancel", headers=tokens.h("submitter"))
     assert worker.execute_run(rid2, ME) is None
-    assert _run(rid).cancel_requested is True
+    assert get_run(rid).cancel_requested is True
     with db.new_session() as s:
         assert runs.finish(s, rid, ME, None, None) == "cancelled"
 
 
 def test_janitor_retries_then_fails_stale_runs(client: TestClient, tokens: Tokens) -> None:
     exp = make_experiment(client, tokens, "w4", reps=1)["experiment"]
-    rid = _run_ids(exp["id"])[0]
+    rid = run_ids(exp["id"])[0]
     dead = runs.WorkerIdentity("elsewhere", 999_999)
     swept: list[str] = []
 
@@ -223,7 +182,7 @@ def test_janitor_retries_then_fails_stale_runs(client: TestClient, tokens: Token
         acts = runs.janitor(s, ME, sweep)
     assert acts == [{"run_id": rid, "state": "queued", "reason": acts[0]["reason"]}]
     assert "stopped heartbeating" in acts[0]["reason"] and swept == []  # another machine's run
-    r = _run(rid)
+    r = get_run(rid)
     assert r.state == "queued" and r.attempt == 1 and r.job_id is not None
     # Second attempt dies on this machine: its testbed is swept and, attempts used up, it fails.
     local_dead = runs.WorkerIdentity(ME.host, 999_999)
@@ -232,57 +191,11 @@ def test_janitor_retries_then_fails_stale_runs(client: TestClient, tokens: Token
     with db.new_session() as s:
         acts = runs.janitor(s, ME, sweep)  # no wait: the local worker process is gone
     assert [a["state"] for a in acts] == ["failed"] and swept == ["x"]
-    r = _run(rid)
+    r = get_run(rid)
     assert r.state == "failed" and "attempt 2 of 2" in (r.error or "")
     with db.new_session() as s:
         msgs = list(s.scalars(select(RunEvent.message).where(RunEvent.run_id == rid)))
     assert any("now failed" in m for m in msgs)
-
-
-WORKER_SCRIPT = """
-from satlab import worker
-worker.main(["--once"])
-"""
-
-
-@needs_testbed
-def test_a_worker_killed_mid_run_is_recovered(
-    client: TestClient, tokens: Tokens, tmp_path: Path
-) -> None:
-    exp = _submit_cubic(client, tokens, "w5", duration_s=8)
-    rid = _run_ids(exp["id"])[0]
-    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], env=dict(os.environ))
-    try:
-        deadline = time.monotonic() + 30
-        while _run(rid).state != "running" or _run(rid).progress == 0:
-            assert time.monotonic() < deadline and proc.poll() is None, "worker never ran it"
-            time.sleep(0.2)
-        testbed = _run(rid).testbed_id
-        assert testbed and topology.project_namespaces(testbed)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    held = _run(rid)
-    assert held.worker_id == f"{socket.gethostname()}:{proc.pid}"
-    # The janitor on this machine sweeps the dead worker's testbed and re-queues the run.
-    me = runs.WorkerIdentity(socket.gethostname(), os.getpid())
-    with db.new_session() as s:
-        acts = runs.janitor(s, me, worker.SWEEP)
-    assert [a["state"] for a in acts] == ["queued"]
-    assert not topology.project_namespaces(testbed), "the dead worker's testbed was not swept"
-    with db.get_engine().connect() as c:
-        statuses = [
-            r[0] for r in c.execute(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))
-        ]
-    assert statuses == ["failed", "todo"]  # the dead worker's job, the retry's job
-    worker.app.run_worker(queues=["runs"], concurrency=1, wait=False, install_signal_handlers=False)
-    r = _run(rid)
-    assert r.state == "succeeded" and r.attempt == 2
-    with db.new_session() as s:
-        assert s.scalar(select(Series.id).where(Series.run_id == rid).limit(1)) is not None
 
 
 def test_live_control_goes_through_the_runs_worker(client: TestClient, tokens: Tokens) -> None:
@@ -290,7 +203,7 @@ def test_live_control_goes_through_the_runs_worker(client: TestClient, tokens: T
     from satlab.service import control
 
     exp = make_experiment(client, tokens, "w6", reps=1)["experiment"]
-    rid = _run_ids(exp["id"])[0]
+    rid = run_ids(exp["id"])[0]
     body = {"direction": "forward", "attenuation_db": 6.0}
     r = client.post(f"/api/runs/{rid}/control", json=body, headers=tokens.h("submitter"))
     assert r.status_code == 409  # not running
@@ -337,7 +250,7 @@ def test_heartbeat_thread_beats(
 ) -> None:
     monkeypatch.setattr(get_settings(), "heartbeat_period_s", 0.2)
     exp = make_experiment(client, tokens, "w7", reps=1, configurations=["cubic"])["experiment"]
-    rid = _run_ids(exp["id"])[0]
+    rid = run_ids(exp["id"])[0]
     with db.new_session() as s:
         runs.claim(s, rid, ME)
     with db.get_engine().begin() as c:
@@ -349,7 +262,7 @@ def test_heartbeat_thread_beats(
     hb.start()
     time.sleep(1.2)
     hb.stop()
-    r = _run(rid)
+    r = get_run(rid)
     assert r.progress == 0.25
     with db.get_engine().connect() as c:
         age = c.execute(
