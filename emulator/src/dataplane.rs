@@ -20,9 +20,9 @@
 use crate::oracle::{self, Oracle};
 use crate::release::ReleaseHistogram;
 use crate::rt_guard::{self, RtGuard};
+use crate::settings::EventLevel;
 use crate::telemetry::{self, Event, EventKind, Msg};
 use crate::wake_lead::WakeLead;
-use linkmodel::config::EventLevel;
 use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
 use netio::port::{RxFrame, RxPort, TxPort, BATCH};
 use netio::sys::{self, Clock, Notifier, Waiter};
@@ -673,7 +673,7 @@ fn ingest_frame(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkmodel::EmulatorConfig;
+    use linkmodel::LinkConfig;
     use packet::ethernet::VlanTag;
     use packet::offload::{gso_type, VirtioNetHdr, VNET_HDR_F_NEEDS_CSUM};
     use packet::{checksum, ipv4, tcp};
@@ -715,7 +715,7 @@ mod tests {
     }
 
     fn model() -> Direction {
-        let cfg = EmulatorConfig::from_yaml_str(
+        let cfg = LinkConfig::from_yaml_str(
             "forward: {delay_ms: 10, kind: fixed, rate_bps: 1.0e9, queue: {limit_packets: 1000, limit_bytes: 10000000}}",
         )
         .unwrap();

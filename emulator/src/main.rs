@@ -9,12 +9,13 @@ mod dataplane;
 mod oracle;
 mod release;
 mod rt_guard;
+mod settings;
 mod telemetry;
 mod wake_lead;
 
-use linkmodel::config::PortKind;
-use linkmodel::{Dir, Direction, EmulatorConfig, PortConfig};
+use linkmodel::{Dir, Direction};
 use netio::{port, sys};
+use settings::{EmulatorConfig, PortConfig, PortKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,7 +136,7 @@ fn main() -> ExitCode {
         println!(
             "{}",
             match which {
-                Schema::Config => linkmodel::config::json_schema(),
+                Schema::Config => settings::json_schema(),
                 Schema::Control => linkmodel::control::json_schema(),
                 Schema::Status => linkmodel::records::status_schema(),
                 Schema::Telemetry => linkmodel::records::telemetry_schema(),
@@ -176,10 +177,11 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
 
     let (gw_rx, gw_tx) = open_port(&cfg.ports.gw).map_err(|e| e.to_string())?;
     let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
-    let fwd = Direction::new(&cfg, Dir::Forward).map_err(|e| e.to_string())?;
-    let ret = Direction::new(&cfg, Dir::Return).map_err(|e| e.to_string())?;
+    let link = cfg.link();
+    let fwd = Direction::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
+    let ret = Direction::new(&link, Dir::Return).map_err(|e| e.to_string())?;
     let open_oracle = |dir: Dir| -> Result<Option<oracle::Oracle>, String> {
-        let Some(o) = &cfg.direction(dir).oracle_eten else {
+        let Some(o) = &link.direction(dir).oracle_eten else {
             return Ok(None);
         };
         let oracle = oracle::Oracle::open(&o.map_pin)

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use linkmodel::{Dir, Direction, EmulatorConfig, Outcome};
+use linkmodel::{Dir, Direction, LinkConfig, Outcome};
 
 fn main() {
     for (name, yaml) in [
@@ -17,7 +17,7 @@ fn main() {
             "forward: {reorder: {probability: 0.01, extra_delay_ms: 5, jitter_ms: 0.2}}",
         ),
     ] {
-        let cfg = EmulatorConfig::from_yaml_str(yaml).expect("config");
+        let cfg = LinkConfig::from_yaml_str(yaml).expect("config");
         let mut d = Direction::new(&cfg, Dir::Forward).expect("direction");
         let mut out: Vec<Outcome> = Vec::with_capacity(1024);
         let n: u64 = 2_000_000;

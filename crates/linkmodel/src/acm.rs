@@ -1,6 +1,6 @@
 //! MODCOD choice: the ACM loop (and CCM / VCM).
 //!
-//! ACM: the receiver measures its Es/N0 (the total C/N of `cn::Channel`) at every multiple of
+//! ACM: the receiver measures its Es/N0 (the total C/N of `channel::Channel`) at every multiple of
 //! `refresh_ms` and reports it; the report travels over the other direction and reaches the
 //! transmitter after that direction's one-way propagation delay at the report's time. The
 //! transmitter uses the latest report it has received when it starts a frame. Rule (OpenSAND
@@ -20,7 +20,7 @@
 //!
 //! CCM: always `acm.modcod`. VCM: frame n uses `acm.vcm_modcods[n mod len]`.
 
-use crate::cn::Channel;
+use crate::channel::Channel;
 use crate::delay::DelaySource;
 
 /// Index (into the MODCOD table rows) of the MODCOD the rule picks for `available_db`.
@@ -175,7 +175,7 @@ impl AcmLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cn::combine_db;
+    use crate::channel::combine_db;
     use crate::modcod::ModcodTable;
 
     fn thresholds() -> (ModcodTable, Vec<(f64, usize)>) {

@@ -1,5 +1,12 @@
-//! The emulator's configuration file (one YAML file, documented in emulator/CONFIG.md):
-//! structures with their defaults, path resolution and validation.
+//! The link's configuration: what the two directions of the link are built from, as structures
+//! with their defaults and their bounds (`#[schemars]` annotations, the JSON Schema's `minimum` /
+//! `maximum` / `x-unit`), plus [`ConfigError`] and the range check every validation uses.
+//!
+//! Only types here: reading a YAML file, resolving paths and validating is `load.rs`, and the
+//! stages that read these structures are built in `direction.rs`. The emulator's configuration
+//! file holds these sections (`seed`, `geometry`, `forward`, `return`) next to the binary's own
+//! settings (ports, telemetry, control: emulator/src/settings.rs); the file is documented in
+//! emulator/CONFIG.md.
 //!
 //! Every numeric field has bounds; a validation error names the field path
 //! (`forward.acm.margin_db`), the value and the limit. Files named by the configuration (MODCOD and
@@ -61,7 +68,7 @@ impl ConfigError {
 }
 
 /// Checks `lo <= v <= hi` (and that v is finite) for the field at `path`.
-pub(crate) fn check_range<T>(path: &str, v: T, lo: T, hi: T, unit: &str) -> Result<(), ConfigError>
+pub fn check_range<T>(path: &str, v: T, lo: T, hi: T, unit: &str) -> Result<(), ConfigError>
 where
     T: PartialOrd + Display + Copy,
 {
@@ -75,29 +82,16 @@ where
     Ok(())
 }
 
-fn check_f64(path: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ConfigError> {
-    if !v.is_finite() {
-        return Err(ConfigError::field(
-            path,
-            format!("value {v} is not a finite number"),
-        ));
-    }
-    check_range(path, v, lo, hi, unit)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Top level
 // ---------------------------------------------------------------------------------------------
 
-/// The whole emulator configuration: one YAML file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// The link's configuration: the random seed, the optional geometry and the two directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct EmulatorConfig {
+pub struct LinkConfig {
     /// Seed of every random choice of the run (erasures, bit errors, reordering), per direction.
     pub seed: u64,
-    pub ports: PortsConfig,
-    pub telemetry: TelemetryConfig,
-    pub control: ControlConfig,
     /// Optional GEO geometry; gives the propagation delay of a direction without `delay_ms` /
     /// `delay_file`.
     pub geometry: Option<GeometryConfig>,
@@ -108,17 +102,13 @@ pub struct EmulatorConfig {
     pub return_: DirectionConfig,
     /// Directory relative file paths were resolved against (the config file's directory).
     #[serde(skip)]
-    #[schemars(skip)]
     pub base_dir: PathBuf,
 }
 
-impl Default for EmulatorConfig {
+impl Default for LinkConfig {
     fn default() -> Self {
-        EmulatorConfig {
+        LinkConfig {
             seed: 1,
-            ports: PortsConfig::default(),
-            telemetry: TelemetryConfig::default(),
-            control: ControlConfig::default(),
             geometry: None,
             forward: DirectionConfig::default(),
             return_: DirectionConfig::default(),
@@ -127,95 +117,18 @@ impl Default for EmulatorConfig {
     }
 }
 
-/// The two ports of the emulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct PortsConfig {
-    /// Gateway side (forward packets are read here, return packets written here).
-    pub gw: PortConfig,
-    /// Terminal side.
-    pub st: PortConfig,
-}
-
-impl Default for PortsConfig {
-    fn default() -> Self {
-        PortsConfig {
-            gw: PortConfig {
-                kind: PortKind::AfPacket,
-                interface: "emu-gw".into(),
-            },
-            st: PortConfig {
-                kind: PortKind::AfPacket,
-                interface: "emu-st".into(),
-            },
+impl LinkConfig {
+    pub fn direction(&self, dir: Dir) -> &DirectionConfig {
+        match dir {
+            Dir::Forward => &self.forward,
+            Dir::Return => &self.return_,
         }
     }
-}
 
-/// How a port is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PortKind {
-    /// An existing interface (veth end, NIC) opened with a packet socket.
-    AfPacket,
-    /// A TAP device (created if missing).
-    Tap,
-}
-
-/// One port: `{kind: af_packet|tap, interface: NAME}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PortConfig {
-    #[serde(default = "default_port_kind")]
-    pub kind: PortKind,
-    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[^/ \x00]+$"))]
-    pub interface: String,
-}
-
-fn default_port_kind() -> PortKind {
-    PortKind::AfPacket
-}
-
-/// Which per-packet events the telemetry stream carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EventLevel {
-    None,
-    Losses,
-    All,
-}
-
-/// Telemetry stream (Unix stream socket, newline-delimited JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct TelemetryConfig {
-    pub socket: PathBuf,
-    #[schemars(range(min = 10, max = 60000), extend("x-unit" = "ms"))]
-    pub period_ms: u64,
-    pub events: EventLevel,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        TelemetryConfig {
-            socket: PathBuf::from("/run/satlab/emulator-telemetry.sock"),
-            period_ms: 100,
-            events: EventLevel::Losses,
-        }
-    }
-}
-
-/// Control HTTP endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct ControlConfig {
-    pub listen: String,
-}
-
-impl Default for ControlConfig {
-    fn default() -> Self {
-        ControlConfig {
-            listen: "127.0.0.1:8781".into(),
+    pub fn direction_mut(&mut self, dir: Dir) -> &mut DirectionConfig {
+        match dir {
+            Dir::Forward => &mut self.forward,
+            Dir::Return => &mut self.return_,
         }
     }
 }
@@ -659,447 +572,12 @@ impl ReorderConfig {
     }
 }
 
-/// The configuration's JSON Schema (draft 2020-12), pretty-printed: doc comments are the
-/// descriptions, `minimum`/`maximum` the bounds `validate()` checks (kept equal by hand; a test
-/// below and the API's drift test compare them), `x-unit` the unit and `x-when` the values of a
-/// sibling kind field (`type`, `model`, `mode`, `kind`) under which a field is used.
-pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(EmulatorConfig);
-    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
-}
-
-// ---------------------------------------------------------------------------------------------
-// Loading, resolution, validation
-// ---------------------------------------------------------------------------------------------
-
-/// Default one-way delay without geometry or delay settings: 250 ms (OpenSAND's 125 ms per hop).
-pub const DEFAULT_DELAY_MS: f64 = 250.0;
-
-impl EmulatorConfig {
-    /// Reads, parses and validates a configuration file; relative paths in it resolve against the
-    /// file's directory.
-    pub fn from_yaml_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, e))?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let base = if base.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            base
-        };
-        Self::parse(&text, &path.display().to_string(), base)
-    }
-
-    /// Parses and validates YAML text; relative paths resolve against the current directory.
-    pub fn from_yaml_str(s: &str) -> Result<Self, ConfigError> {
-        Self::parse(s, "<config>", PathBuf::from("."))
-    }
-
-    fn parse(text: &str, name: &str, base: PathBuf) -> Result<Self, ConfigError> {
-        let mut cfg: EmulatorConfig = if text.trim().is_empty() {
-            EmulatorConfig::default()
-        } else {
-            serde_yaml::from_str(text).map_err(|e| ConfigError::Yaml {
-                file: name.to_string(),
-                reason: e.to_string(),
-            })?
-        };
-        cfg.base_dir = base;
-        cfg.resolve();
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Fills per-direction defaults and makes relative paths absolute-ish (joined to base_dir).
-    fn resolve(&mut self) {
-        let base = self.base_dir.clone();
-        let join = |p: &mut PathBuf| {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        };
-        join(&mut self.telemetry.socket);
-        for dir in [Dir::Forward, Dir::Return] {
-            let d = self.direction_mut(dir);
-            if d.kind.is_none() {
-                d.kind = Some(match dir {
-                    Dir::Forward => LinkKind::Dvbs2,
-                    Dir::Return => LinkKind::Rcs2,
-                });
-            }
-            if d.symbol_rate_baud.is_none() && d.kind != Some(LinkKind::Fixed) {
-                d.symbol_rate_baud = Some(match dir {
-                    Dir::Forward => 40e6,
-                    Dir::Return => 4e6,
-                });
-            }
-            let refresh = d.acm.refresh_ms;
-            for hop in [&mut d.uplink, &mut d.downlink] {
-                if hop.attenuation.tick_ms.is_none() {
-                    hop.attenuation.tick_ms = Some(refresh);
-                }
-                if let Some(p) = hop.attenuation.file.as_mut() {
-                    join(p);
-                }
-            }
-            if let Some(f) = d.delay_file.as_mut() {
-                join(&mut f.path);
-            }
-            for p in [&mut d.modcod_table, &mut d.per_table]
-                .into_iter()
-                .flatten()
-            {
-                join(p);
-            }
-            let be = &mut d.bit_errors;
-            for p in [&mut be.pattern_file, &mut be.record_file]
-                .into_iter()
-                .flatten()
-            {
-                join(p);
-            }
-        }
-    }
-
-    pub fn direction(&self, dir: Dir) -> &DirectionConfig {
-        match dir {
-            Dir::Forward => &self.forward,
-            Dir::Return => &self.return_,
-        }
-    }
-
-    pub fn direction_mut(&mut self, dir: Dir) -> &mut DirectionConfig {
-        match dir {
-            Dir::Forward => &mut self.forward,
-            Dir::Return => &mut self.return_,
-        }
-    }
-
-    /// Checks every bound and loads every referenced file once (errors name file and line).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        for (name, p) in [("ports.gw", &self.ports.gw), ("ports.st", &self.ports.st)] {
-            let n = p.interface.len();
-            if n == 0 || n > 15 || p.interface.contains(['/', ' ', '\0']) {
-                return Err(ConfigError::field(
-                    format!("{name}.interface"),
-                    format!(
-                        "{:?} is not a valid interface name (1 to 15 characters, no '/' or spaces)",
-                        p.interface
-                    ),
-                ));
-            }
-        }
-        if self.ports.gw.interface == self.ports.st.interface {
-            return Err(ConfigError::field(
-                "ports.st.interface",
-                "must differ from ports.gw.interface",
-            ));
-        }
-        check_range(
-            "telemetry.period_ms",
-            self.telemetry.period_ms,
-            10,
-            60_000,
-            " ms",
-        )?;
-        if self.control.listen.parse::<std::net::SocketAddr>().is_err() {
-            return Err(ConfigError::field(
-                "control.listen",
-                format!(
-                    "{:?} is not an address:port such as 127.0.0.1:8781",
-                    self.control.listen
-                ),
-            ));
-        }
-        if let Some(g) = &self.geometry {
-            crate::geometry::validate(g)?;
-        }
-        for dir in [Dir::Forward, Dir::Return] {
-            self.direction(dir)
-                .validate(dir.as_str(), self.geometry.is_some())?;
-            // Building the model loads every file and checks cross-field consistency.
-            crate::direction::LinkSetup::build(self, dir)?;
-        }
-        Ok(())
-    }
-}
-
 impl DirectionConfig {
     /// The resolved link kind.
     pub fn link_kind(&self) -> LinkKind {
         self.kind.unwrap_or(LinkKind::Dvbs2)
     }
-
-    fn validate(&self, p: &str, has_geometry: bool) -> Result<(), ConfigError> {
-        let _ = has_geometry;
-        if let Some(d) = self.delay_ms {
-            check_f64(&format!("{p}.delay_ms"), d, 0.0, 10_000.0, " ms")?;
-        }
-        if let Some(f) = &self.delay_file {
-            if self.delay_ms.is_some() {
-                return Err(ConfigError::field(
-                    format!("{p}.delay_file"),
-                    "give either delay_ms or delay_file, not both",
-                ));
-            }
-            check_range(
-                &format!("{p}.delay_file.refresh_period_ms"),
-                f.refresh_period_ms,
-                1,
-                3_600_000,
-                " ms",
-            )?;
-        }
-        if let Some(rs) = self.symbol_rate_baud {
-            check_f64(&format!("{p}.symbol_rate_baud"), rs, 1e3, 1e9, " baud")?;
-        }
-        check_f64(&format!("{p}.roll_off"), self.roll_off, 0.0, 1.0, "")?;
-        match self.link_kind() {
-            LinkKind::Fixed => match self.rate_bps {
-                Some(r) => check_f64(&format!("{p}.rate_bps"), r, 1e3, 1e11, " bit/s")?,
-                None => {
-                    return Err(ConfigError::field(
-                        format!("{p}.rate_bps"),
-                        "required when kind is fixed (range [1000, 1e11] bit/s)",
-                    ))
-                }
-            },
-            _ => {
-                if self.rate_bps.is_some() {
-                    return Err(ConfigError::field(
-                        format!("{p}.rate_bps"),
-                        "only for kind fixed (the rate of dvbs2/rcs2 follows symbol rate and MODCOD)",
-                    ));
-                }
-            }
-        }
-        check_range(
-            &format!("{p}.burst_symbols"),
-            self.burst_symbols,
-            64,
-            100_000,
-            " symbols",
-        )?;
-        check_f64(
-            &format!("{p}.waterfall_width_db"),
-            self.waterfall_width_db,
-            0.01,
-            10.0,
-            " dB",
-        )?;
-        if ![0u8, 3, 6].contains(&self.gse_label_bytes) {
-            return Err(ConfigError::field(
-                format!("{p}.gse_label_bytes"),
-                format!("value {} is not one of 0, 3, 6", self.gse_label_bytes),
-            ));
-        }
-        let a = &self.acm;
-        check_range(
-            &format!("{p}.acm.refresh_ms"),
-            a.refresh_ms,
-            1,
-            600_000,
-            " ms",
-        )?;
-        check_f64(&format!("{p}.acm.margin_db"), a.margin_db, 0.0, 20.0, " dB")?;
-        check_f64(
-            &format!("{p}.acm.hysteresis_db"),
-            a.hysteresis_db,
-            0.0,
-            10.0,
-            " dB",
-        )?;
-        match a.mode {
-            AcmMode::Ccm if a.modcod.is_none() => {
-                return Err(ConfigError::field(
-                    format!("{p}.acm.modcod"),
-                    "required when acm.mode is ccm (a MODCOD id of the table)",
-                ))
-            }
-            AcmMode::Vcm if a.vcm_modcods.is_empty() || a.vcm_modcods.len() > 1024 => {
-                return Err(ConfigError::field(
-                    format!("{p}.acm.vcm_modcods"),
-                    "needs 1 to 1024 MODCOD ids when acm.mode is vcm",
-                ))
-            }
-            _ => {}
-        }
-        for (hop_name, hop) in [("uplink", &self.uplink), ("downlink", &self.downlink)] {
-            let hp = format!("{p}.{hop_name}");
-            check_f64(
-                &format!("{hp}.clear_sky_db"),
-                hop.clear_sky_db,
-                -20.0,
-                60.0,
-                " dB",
-            )?;
-            hop.attenuation.validate(&format!("{hp}.attenuation"))?;
-            let s = &hop.sky_noise;
-            if s.enabled && hop_name == "uplink" {
-                return Err(ConfigError::field(
-                    format!("{hp}.sky_noise.enabled"),
-                    "the sky-noise rise applies to the downlink only (the satellite sees the warm earth)",
-                ));
-            }
-            check_f64(
-                &format!("{hp}.sky_noise.system_noise_temp_k"),
-                s.system_noise_temp_k,
-                10.0,
-                5000.0,
-                " K",
-            )?;
-            check_f64(
-                &format!("{hp}.sky_noise.medium_temp_k"),
-                s.medium_temp_k,
-                200.0,
-                350.0,
-                " K",
-            )?;
-        }
-        let q = &self.queue;
-        check_range(
-            &format!("{p}.queue.limit_packets"),
-            q.limit_packets,
-            1,
-            10_000_000,
-            " packets",
-        )?;
-        check_range(
-            &format!("{p}.queue.limit_bytes"),
-            q.limit_bytes,
-            64,
-            1 << 34,
-            " bytes",
-        )?;
-        let b = &self.bit_errors;
-        let bp = format!("{p}.bit_errors");
-        check_f64(&format!("{bp}.ber"), b.ber, 0.0, 0.5, "")?;
-        check_f64(&format!("{bp}.good_ber"), b.good_ber, 0.0, 0.5, "")?;
-        check_f64(&format!("{bp}.bad_ber"), b.bad_ber, 0.0, 0.5, "")?;
-        check_f64(
-            &format!("{bp}.mean_good_bits"),
-            b.mean_good_bits,
-            1.0,
-            1e15,
-            " bits",
-        )?;
-        check_f64(
-            &format!("{bp}.mean_bad_bits"),
-            b.mean_bad_bits,
-            1.0,
-            1e15,
-            " bits",
-        )?;
-        if b.model == BitErrorModel::Pattern && b.pattern_file.is_none() {
-            return Err(ConfigError::field(
-                format!("{bp}.pattern_file"),
-                "required when bit_errors.model is pattern",
-            ));
-        }
-        if b.model != BitErrorModel::Pattern && b.pattern_file.is_some() {
-            return Err(ConfigError::field(
-                format!("{bp}.pattern_file"),
-                "only used when bit_errors.model is pattern",
-            ));
-        }
-        if let Some(o) = &self.oracle_eten {
-            let path = &o.map_pin;
-            if !path.is_absolute() || path.file_name().is_none() {
-                return Err(ConfigError::field(
-                    format!("{p}.oracle_eten.map_pin"),
-                    format!(
-                        "{} is not an absolute path of a pinned map (such as /sys/fs/bpf/eten_oracle)",
-                        path.display()
-                    ),
-                ));
-            }
-        }
-        let r = &self.reorder;
-        check_f64(
-            &format!("{p}.reorder.probability"),
-            r.probability,
-            0.0,
-            1.0,
-            "",
-        )?;
-        check_f64(
-            &format!("{p}.reorder.extra_delay_ms"),
-            r.extra_delay_ms,
-            0.0,
-            10_000.0,
-            " ms",
-        )?;
-        check_f64(
-            &format!("{p}.reorder.jitter_ms"),
-            r.jitter_ms,
-            0.0,
-            10_000.0,
-            " ms",
-        )?;
-        Ok(())
-    }
 }
 
-impl AttenuationConfig {
-    fn validate(&self, p: &str) -> Result<(), ConfigError> {
-        check_f64(&format!("{p}.value_db"), self.value_db, 0.0, 100.0, " dB")?;
-        if let Some(t) = self.tick_ms {
-            check_range(&format!("{p}.tick_ms"), t, 1, 3_600_000, " ms")?;
-        }
-        check_range(
-            &format!("{p}.on_ticks"),
-            self.on_ticks,
-            0,
-            1_000_000_000,
-            " ticks",
-        )?;
-        check_range(
-            &format!("{p}.off_ticks"),
-            self.off_ticks,
-            0,
-            1_000_000_000,
-            " ticks",
-        )?;
-        if self.kind == AttenuationKind::OnOff && self.on_ticks + self.off_ticks == 0 {
-            return Err(ConfigError::field(
-                format!("{p}.on_ticks"),
-                "on_ticks + off_ticks must be at least 1",
-            ));
-        }
-        check_f64(
-            &format!("{p}.amplitude_db"),
-            self.amplitude_db,
-            0.0,
-            100.0,
-            " dB",
-        )?;
-        check_f64(
-            &format!("{p}.slope_db_per_tick"),
-            self.slope_db_per_tick,
-            0.0,
-            100.0,
-            " dB/tick",
-        )?;
-        check_range(
-            &format!("{p}.period_ticks"),
-            self.period_ticks,
-            1,
-            1_000_000_000,
-            " ticks",
-        )?;
-        if self.kind == AttenuationKind::Triangular
-            && self.slope_db_per_tick * self.period_ticks as f64 / 2.0 > 100.0
-        {
-            return Err(ConfigError::field(
-                format!("{p}.slope_db_per_tick"),
-                "slope x period / 2 (the peak) must not exceed 100 dB",
-            ));
-        }
-        if self.kind == AttenuationKind::File && self.file.is_none() {
-            return Err(ConfigError::field(
-                format!("{p}.file"),
-                "required when type is file",
-            ));
-        }
-        Ok(())
-    }
-}
+/// Default one-way delay without geometry or delay settings: 250 ms (OpenSAND's 125 ms per hop).
+pub const DEFAULT_DELAY_MS: f64 = 250.0;

@@ -1,4 +1,6 @@
-//! Propagation delay source of a direction, as a function of time.
+//! Propagation delay source of a direction, as a function of time: when a frame's packets reach
+//! the receiver (the delay line's times, the Es/N0 the erasure stage reads) and how long ACM
+//! reports take over the other direction. Not a stage of its own.
 //!
 //! Resolution order: `delay_file` (OpenSAND FileDelay), then `delay_ms`, then `geometry`, then
 //! 250 ms. FileDelay format: lines `<uint tick> <ms>`, `#` comments, tick = `refresh_period_ms`,
@@ -11,7 +13,7 @@
 use std::path::Path;
 
 use crate::attenuation::{interpolate, parse_tick_values};
-use crate::config::{ConfigError, DirectionConfig, EmulatorConfig, DEFAULT_DELAY_MS};
+use crate::config::{ConfigError, DirectionConfig, LinkConfig, DEFAULT_DELAY_MS};
 use crate::textfile;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +43,7 @@ impl DelaySource {
     }
 
     /// The source for direction config `d` of `cfg`.
-    pub fn from_config(cfg: &EmulatorConfig, d: &DirectionConfig) -> Result<Self, ConfigError> {
+    pub fn from_config(cfg: &LinkConfig, d: &DirectionConfig) -> Result<Self, ConfigError> {
         if let Some(f) = &d.delay_file {
             let points = parse_delay_file(&textfile::read(&f.path)?, &f.path)?;
             return Ok(DelaySource::File {

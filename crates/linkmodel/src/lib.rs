@@ -4,39 +4,58 @@
 //! (monotonic nanoseconds since the start of the run). One [`Direction`] is one pipeline:
 //!
 //! ```text
-//! enqueue -> queue (drop-tail) -> link scheduler (BBFrames / RCS2 bursts / fixed rate)
-//!         -> channel (PER erasure of whole frames, bit errors on delivered packets)
-//!         -> delay line (propagation delay, optional reordering) -> poll
+//! enqueue -> queue (drop-tail) -> scheduler (BBFrames / RCS2 bursts / fixed rate; ACM)
+//!         -> erasure (PER erasure of whole frames) -> bit errors (on surviving packets)
+//!         -> reordering (optional) -> delay line (propagation delay) -> poll
 //! ```
+//!
+//! Each stage is a module, listed below in packet order; `direction.rs` owns one of each and
+//! calls them in that order. The channel (Es/N0 over time) and the propagation delay are the
+//! conditions the stages read.
 //!
 //! The contract with the emulator binary is `docs/emulator-contract.md`; the configuration file is
 //! documented in `emulator/CONFIG.md`.
 
-pub mod acm;
-pub mod attenuation;
-pub mod cn;
-pub mod config;
-pub mod control;
-pub mod delay;
-pub mod delay_line;
+// The pipeline of one direction (`direction.rs`), and its stages in packet order.
 pub mod direction;
-pub mod errors;
+// 1. queue
+pub mod queue;
+// 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing)
+pub mod acm;
 pub mod framing;
+mod scheduler;
+// 3. erasure of whole frames by the channel
+mod erasure;
+// 4. bit errors on the surviving packets (with the Oracle ETEN segment key)
+pub mod bit_errors;
+pub mod segment;
+// 5. reordering
+pub mod reorder;
+// 6. delay line
+pub mod delay_line;
+
+// The conditions the stages read, as functions of time.
+pub mod attenuation;
+pub mod channel;
+pub mod delay;
 pub mod geometry;
+
+// Tables, curves and random streams the stages are built from.
 pub mod modcod;
 pub mod per;
-pub mod queue;
-pub mod records;
-pub mod reorder;
 pub mod rng;
-pub mod segment;
+
+// The link's configuration: types, then loading and validation.
+pub mod config;
+pub mod load;
 pub mod textfile;
 
+// What the I/O side exchanges with the model.
+pub mod control;
+pub mod records;
 mod types;
 
-pub use config::{
-    ConfigError, ControlConfig, DirectionConfig, EmulatorConfig, PortConfig, TelemetryConfig,
-};
+pub use config::{ConfigError, DirectionConfig, LinkConfig};
 pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
 pub use segment::SegmentKey;

@@ -14,10 +14,12 @@
 //! nothing for the sender to learn; IPv6 has no key in this format; a non-first IPv4 fragment has
 //! no TCP header.
 //!
-//! The direction takes the key before the bit-error stage flips anything (the oracle knows the
-//! truth even when the header was hit).
+//! The bit-error stage takes the key before it flips anything (the oracle knows the truth even
+//! when the header was hit). Headers are read with `crates/packet`.
 
-use crate::errors::l2_header_len;
+use packet::{ethernet, ip_proto, ipv4, tcp};
+
+use crate::bit_errors::link_header;
 
 /// Length of a [`SegmentKey`].
 pub const KEY_LEN: usize = 16;
@@ -35,32 +37,38 @@ impl SegmentKey {
 
 /// The key of an Ethernet frame (optionally one 802.1Q / 802.1ad tag) carrying an IPv4 TCP
 /// segment with payload; `None` for anything else. Lengths come from the IPv4 total length, not
-/// the frame length, so Ethernet padding of a short frame is not mistaken for payload.
+/// the frame length, so Ethernet padding of a short frame is not mistaken for payload (a total
+/// length beyond the frame is cut to the frame).
 pub fn tcp_data_key(frame: &[u8]) -> Option<SegmentKey> {
-    let l2 = l2_header_len(frame);
-    if frame.len() < l2 + 20 || frame[l2 - 2..l2] != [0x08, 0x00] {
+    let (l2, ethertype) = link_header(frame);
+    if frame.len() < l2 + ipv4::HEADER_LEN || ethertype != Some(ethernet::ethertype::IPV4) {
         return None;
     }
-    let ip = &frame[l2..];
-    let ihl = (ip[0] & 0x0f) as usize * 4;
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    let frag_offset = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
-    if ip[0] >> 4 != 4 || ip[9] != 6 || ihl < 20 || frag_offset != 0 {
+    let ip = ipv4::Packet::new_unchecked(&frame[l2..]);
+    let ihl = usize::from(ip.header_len());
+    if ip.version() != 4
+        || ip.protocol() != ip_proto::TCP
+        || ihl < ipv4::HEADER_LEN
+        || ip.is_later_fragment()
+    {
         return None;
     }
-    let total = total.min(ip.len());
-    if total < ihl + 20 {
+    let total = usize::from(ip.total_len()).min(frame.len() - l2);
+    if total < ihl + tcp::HEADER_LEN {
         return None;
     }
-    let tcp = &ip[ihl..total];
-    let doff = (tcp[12] >> 4) as usize * 4;
-    if doff < 20 || tcp.len() <= doff {
-        return None; // malformed, or no payload
+    // Header and payload, `total - ihl` bytes: malformed (a data offset below 20 or past the
+    // segment) or without payload has no key.
+    let seg = tcp::Packet::new_checked(ip.payload()).ok()?;
+    if seg.payload().is_empty() {
+        return None;
     }
     let mut k = [0u8; KEY_LEN];
-    k[0..8].copy_from_slice(&ip[12..20]); // saddr, daddr
-    k[8..12].copy_from_slice(&tcp[0..4]); // sport, dport
-    k[12..16].copy_from_slice(&tcp[4..8]); // seq
+    k[0..4].copy_from_slice(&ip.src_addr().octets());
+    k[4..8].copy_from_slice(&ip.dst_addr().octets());
+    k[8..10].copy_from_slice(&seg.src_port().to_be_bytes());
+    k[10..12].copy_from_slice(&seg.dst_port().to_be_bytes());
+    k[12..16].copy_from_slice(&seg.seq_number().to_be_bytes());
     Some(SegmentKey(k))
 }
 

@@ -3,12 +3,12 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use linkmodel::framing::{self, Gse};
-use linkmodel::{ControlCommand, Dir, Direction, EmulatorConfig, LossCause, Outcome};
+use linkmodel::{ControlCommand, Dir, Direction, LinkConfig, LossCause, Outcome};
 
 const MS: u64 = 1_000_000;
 
-fn cfg(yaml: &str) -> EmulatorConfig {
-    EmulatorConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"))
+fn cfg(yaml: &str) -> LinkConfig {
+    LinkConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Ethernet + IPv4 + UDP frame of `len` bytes with `idx` in the payload.
@@ -275,7 +275,7 @@ return:
   delay_ms: 270
 ";
     std::fs::write(dir.join("link.yaml"), yaml).unwrap();
-    let c = EmulatorConfig::from_yaml_file(&dir.join("link.yaml")).unwrap();
+    let c = LinkConfig::from_yaml_file(&dir.join("link.yaml")).unwrap();
     let mut d = Direction::new(&c, Dir::Forward).unwrap();
     let mut out = Vec::new();
     // Tick = refresh = 100 ms; the trace reaches 6 dB at tick 21 (2.1 s); that report reaches

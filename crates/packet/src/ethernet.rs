@@ -183,6 +183,21 @@ impl<T: AsRef<[u8]>> Frame<T> {
         HEADER_LEN + VLAN_TAG_LEN * self.vlan_count()
     }
 
+    /// The header counting the outer VLAN tag only, as (length, EtherType that ends it): (14,
+    /// EtherType) untagged; (18, the EtherType after the tag) when the EtherType at 12 is a VLAN
+    /// TPID (0x8100, 0x88a8). What follows, an inner tag included, is the payload as a device
+    /// that strips one tag (a packet socket, into `PACKET_AUXDATA`) sees it. `None` when the
+    /// buffer is shorter than that header.
+    pub fn outer_header(&self) -> Option<(usize, u16)> {
+        let d = self.buffer.as_ref();
+        let at = |i: usize| Some(u16::from_be_bytes([*d.get(i)?, *d.get(i + 1)?]));
+        let t = at(field::ETHERTYPE.start)?;
+        if !is_vlan_tpid(t) {
+            return Some((HEADER_LEN, t));
+        }
+        Some((HEADER_LEN + VLAN_TAG_LEN, at(HEADER_LEN + 2)?))
+    }
+
     /// The EtherType of the payload, after any VLAN tags.
     pub fn payload_ethertype(&self) -> u16 {
         let off = 12 + VLAN_TAG_LEN * self.vlan_count();
@@ -319,6 +334,41 @@ mod tests {
         assert_eq!(f.payload_ethertype(), ethertype::IPV6);
         assert_eq!(f.header_len(), 18);
         assert_eq!(f.payload(), &[0x60, 0, 0, 0]);
+    }
+
+    #[test]
+    fn outer_tag_only() {
+        let f = Frame::new_unchecked(&FRAME_BYTES[..]);
+        assert_eq!(f.outer_header(), Some((14, ethertype::IPV4)));
+        let f = Frame::new_unchecked(&TAGGED_BYTES[..]);
+        assert_eq!(f.outer_header(), Some((18, ethertype::IPV6)));
+        // Double-tagged: the inner tag is payload here (header_len looks through both).
+        let mut qinq = TAGGED_BYTES.to_vec();
+        insert_vlan_tag(
+            &mut qinq,
+            VlanTag {
+                tpid: ethertype::QINQ,
+                pcp: 0,
+                dei: false,
+                vid: 7,
+            },
+        );
+        let f = Frame::new_unchecked(&qinq[..]);
+        assert_eq!(f.outer_header(), Some((18, ethertype::VLAN)));
+        assert_eq!(f.header_len(), 22);
+        // Shorter than the header: no answer.
+        assert_eq!(
+            Frame::new_unchecked(&TAGGED_BYTES[..17]).outer_header(),
+            None
+        );
+        assert_eq!(
+            Frame::new_unchecked(&FRAME_BYTES[..13]).outer_header(),
+            None
+        );
+        assert_eq!(
+            Frame::new_unchecked(&FRAME_BYTES[..14]).outer_header(),
+            Some((14, 0x0800))
+        );
     }
 
     #[test]

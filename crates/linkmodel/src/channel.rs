@@ -1,4 +1,8 @@
-//! C/N algebra (OpenSAND `GroundPhysicalChannel`) and the channel state of one direction.
+//! The channel of one direction: its Es/N0 at the receiver as a function of time (clear-sky C/N,
+//! attenuation sources, live override), and the C/N algebra (OpenSAND `GroundPhysicalChannel`).
+//! Not a stage of its own: the condition two stages read, the ACM loop of the scheduler (which
+//! MODCOD a frame gets, `scheduler.rs`) and the erasure stage (whether a frame is lost,
+//! `erasure.rs`). Live control sets and clears the override.
 //!
 //! C/N_up = clear_sky_up - A_up, C/N_down = clear_sky_down - A_down (dB), and the total, used as
 //! Es/N0 by the receiver and by the ACM loop, is 1 / (1/cn_up + 1/cn_down) in linear terms.

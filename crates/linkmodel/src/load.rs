@@ -1,0 +1,450 @@
+//! Loading the link's configuration ([`LinkConfig`], types in `config.rs`): YAML parsing, the
+//! defaults that depend on the direction, relative paths joined to the configuration's directory,
+//! and validation: every bound, the cross-field rules, and every file the configuration names,
+//! parsed once by building each direction's stages (`direction::LinkSetup`).
+//!
+//! The emulator's configuration file wraps the same sections with the binary's own settings
+//! (emulator/src/settings.rs) and uses [`parse_yaml`], [`base_dir_of`],
+//! [`DirectionConfig::resolve`] and [`LinkConfig::validate`] from here.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::config::{
+    check_range, AcmMode, AttenuationConfig, AttenuationKind, BitErrorModel, ConfigError,
+    DirectionConfig, LinkConfig, LinkKind,
+};
+use crate::direction::LinkSetup;
+use crate::types::Dir;
+
+/// Parses YAML text (`name` is the file name errors give) into a configuration structure; empty
+/// text is the default configuration.
+pub fn parse_yaml<T: DeserializeOwned + Default>(text: &str, name: &str) -> Result<T, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_yaml::from_str(text).map_err(|e| ConfigError::Yaml {
+        file: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The directory relative paths of configuration file `path` resolve against (`.` for a bare
+/// file name).
+pub fn base_dir_of(path: &Path) -> PathBuf {
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    if base.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        base
+    }
+}
+
+impl LinkConfig {
+    /// Reads, parses and validates a configuration file; relative paths in it resolve against the
+    /// file's directory.
+    pub fn from_yaml_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, e))?;
+        Self::parse(&text, &path.display().to_string(), base_dir_of(path))
+    }
+
+    /// Parses and validates YAML text; relative paths resolve against the current directory.
+    pub fn from_yaml_str(s: &str) -> Result<Self, ConfigError> {
+        Self::parse(s, "<config>", PathBuf::from("."))
+    }
+
+    fn parse(text: &str, name: &str, base: PathBuf) -> Result<Self, ConfigError> {
+        let mut cfg: LinkConfig = parse_yaml(text, name)?;
+        for dir in [Dir::Forward, Dir::Return] {
+            cfg.direction_mut(dir).resolve(dir, &base);
+        }
+        cfg.base_dir = base;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every bound and loads every referenced file once (errors name file and line).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(g) = &self.geometry {
+            crate::geometry::validate(g)?;
+        }
+        for dir in [Dir::Forward, Dir::Return] {
+            self.direction(dir).validate(dir.as_str())?;
+            // Building the stages loads every file and checks cross-field consistency.
+            LinkSetup::build(self, dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `v` is a finite number in `[lo, hi]` for the field at `path`.
+fn check_f64(path: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ConfigError> {
+    if !v.is_finite() {
+        return Err(ConfigError::field(
+            path,
+            format!("value {v} is not a finite number"),
+        ));
+    }
+    check_range(path, v, lo, hi, unit)
+}
+
+impl DirectionConfig {
+    /// Fills the defaults of direction `dir` (link kind, symbol rate, attenuation tick) and joins
+    /// relative file paths to `base`.
+    pub fn resolve(&mut self, dir: Dir, base: &Path) {
+        let join = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if self.kind.is_none() {
+            self.kind = Some(match dir {
+                Dir::Forward => LinkKind::Dvbs2,
+                Dir::Return => LinkKind::Rcs2,
+            });
+        }
+        if self.symbol_rate_baud.is_none() && self.kind != Some(LinkKind::Fixed) {
+            self.symbol_rate_baud = Some(match dir {
+                Dir::Forward => 40e6,
+                Dir::Return => 4e6,
+            });
+        }
+        let refresh = self.acm.refresh_ms;
+        for hop in [&mut self.uplink, &mut self.downlink] {
+            if hop.attenuation.tick_ms.is_none() {
+                hop.attenuation.tick_ms = Some(refresh);
+            }
+            if let Some(p) = hop.attenuation.file.as_mut() {
+                join(p);
+            }
+        }
+        if let Some(f) = self.delay_file.as_mut() {
+            join(&mut f.path);
+        }
+        for p in [&mut self.modcod_table, &mut self.per_table]
+            .into_iter()
+            .flatten()
+        {
+            join(p);
+        }
+        let be = &mut self.bit_errors;
+        for p in [&mut be.pattern_file, &mut be.record_file]
+            .into_iter()
+            .flatten()
+        {
+            join(p);
+        }
+    }
+
+    /// Checks the bounds and single-section rules of direction `p` (`forward` / `return`), in the
+    /// order of the sections below; the first problem is the error.
+    fn validate(&self, p: &str) -> Result<(), ConfigError> {
+        self.validate_delay(p)?;
+        self.validate_phy(p)?;
+        self.validate_acm(p)?;
+        self.validate_hops(p)?;
+        self.validate_queue(p)?;
+        self.validate_bit_errors(p)?;
+        self.validate_oracle_eten(p)?;
+        self.validate_reorder(p)
+    }
+
+    fn validate_delay(&self, p: &str) -> Result<(), ConfigError> {
+        if let Some(d) = self.delay_ms {
+            check_f64(&format!("{p}.delay_ms"), d, 0.0, 10_000.0, " ms")?;
+        }
+        if let Some(f) = &self.delay_file {
+            if self.delay_ms.is_some() {
+                return Err(ConfigError::field(
+                    format!("{p}.delay_file"),
+                    "give either delay_ms or delay_file, not both",
+                ));
+            }
+            check_range(
+                &format!("{p}.delay_file.refresh_period_ms"),
+                f.refresh_period_ms,
+                1,
+                3_600_000,
+                " ms",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Symbol rate, roll-off, the rate of a fixed link, burst length, PER waterfall, GSE label.
+    fn validate_phy(&self, p: &str) -> Result<(), ConfigError> {
+        if let Some(rs) = self.symbol_rate_baud {
+            check_f64(&format!("{p}.symbol_rate_baud"), rs, 1e3, 1e9, " baud")?;
+        }
+        check_f64(&format!("{p}.roll_off"), self.roll_off, 0.0, 1.0, "")?;
+        match self.link_kind() {
+            LinkKind::Fixed => match self.rate_bps {
+                Some(r) => check_f64(&format!("{p}.rate_bps"), r, 1e3, 1e11, " bit/s")?,
+                None => {
+                    return Err(ConfigError::field(
+                        format!("{p}.rate_bps"),
+                        "required when kind is fixed (range [1000, 1e11] bit/s)",
+                    ))
+                }
+            },
+            _ => {
+                if self.rate_bps.is_some() {
+                    return Err(ConfigError::field(
+                        format!("{p}.rate_bps"),
+                        "only for kind fixed (the rate of dvbs2/rcs2 follows symbol rate and MODCOD)",
+                    ));
+                }
+            }
+        }
+        check_range(
+            &format!("{p}.burst_symbols"),
+            self.burst_symbols,
+            64,
+            100_000,
+            " symbols",
+        )?;
+        check_f64(
+            &format!("{p}.waterfall_width_db"),
+            self.waterfall_width_db,
+            0.01,
+            10.0,
+            " dB",
+        )?;
+        if ![0u8, 3, 6].contains(&self.gse_label_bytes) {
+            return Err(ConfigError::field(
+                format!("{p}.gse_label_bytes"),
+                format!("value {} is not one of 0, 3, 6", self.gse_label_bytes),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_acm(&self, p: &str) -> Result<(), ConfigError> {
+        let a = &self.acm;
+        check_range(
+            &format!("{p}.acm.refresh_ms"),
+            a.refresh_ms,
+            1,
+            600_000,
+            " ms",
+        )?;
+        check_f64(&format!("{p}.acm.margin_db"), a.margin_db, 0.0, 20.0, " dB")?;
+        check_f64(
+            &format!("{p}.acm.hysteresis_db"),
+            a.hysteresis_db,
+            0.0,
+            10.0,
+            " dB",
+        )?;
+        match a.mode {
+            AcmMode::Ccm if a.modcod.is_none() => Err(ConfigError::field(
+                format!("{p}.acm.modcod"),
+                "required when acm.mode is ccm (a MODCOD id of the table)",
+            )),
+            AcmMode::Vcm if a.vcm_modcods.is_empty() || a.vcm_modcods.len() > 1024 => {
+                Err(ConfigError::field(
+                    format!("{p}.acm.vcm_modcods"),
+                    "needs 1 to 1024 MODCOD ids when acm.mode is vcm",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Uplink and downlink: clear-sky C/N, attenuation source, sky-noise rise.
+    fn validate_hops(&self, p: &str) -> Result<(), ConfigError> {
+        for (hop_name, hop) in [("uplink", &self.uplink), ("downlink", &self.downlink)] {
+            let hp = format!("{p}.{hop_name}");
+            check_f64(
+                &format!("{hp}.clear_sky_db"),
+                hop.clear_sky_db,
+                -20.0,
+                60.0,
+                " dB",
+            )?;
+            hop.attenuation.validate(&format!("{hp}.attenuation"))?;
+            let s = &hop.sky_noise;
+            if s.enabled && hop_name == "uplink" {
+                return Err(ConfigError::field(
+                    format!("{hp}.sky_noise.enabled"),
+                    "the sky-noise rise applies to the downlink only (the satellite sees the warm earth)",
+                ));
+            }
+            check_f64(
+                &format!("{hp}.sky_noise.system_noise_temp_k"),
+                s.system_noise_temp_k,
+                10.0,
+                5000.0,
+                " K",
+            )?;
+            check_f64(
+                &format!("{hp}.sky_noise.medium_temp_k"),
+                s.medium_temp_k,
+                200.0,
+                350.0,
+                " K",
+            )?;
+        }
+        Ok(())
+    }
+
+    fn validate_queue(&self, p: &str) -> Result<(), ConfigError> {
+        let q = &self.queue;
+        check_range(
+            &format!("{p}.queue.limit_packets"),
+            q.limit_packets,
+            1,
+            10_000_000,
+            " packets",
+        )?;
+        check_range(
+            &format!("{p}.queue.limit_bytes"),
+            q.limit_bytes,
+            64,
+            1 << 34,
+            " bytes",
+        )
+    }
+
+    fn validate_bit_errors(&self, p: &str) -> Result<(), ConfigError> {
+        let b = &self.bit_errors;
+        let bp = format!("{p}.bit_errors");
+        check_f64(&format!("{bp}.ber"), b.ber, 0.0, 0.5, "")?;
+        check_f64(&format!("{bp}.good_ber"), b.good_ber, 0.0, 0.5, "")?;
+        check_f64(&format!("{bp}.bad_ber"), b.bad_ber, 0.0, 0.5, "")?;
+        check_f64(
+            &format!("{bp}.mean_good_bits"),
+            b.mean_good_bits,
+            1.0,
+            1e15,
+            " bits",
+        )?;
+        check_f64(
+            &format!("{bp}.mean_bad_bits"),
+            b.mean_bad_bits,
+            1.0,
+            1e15,
+            " bits",
+        )?;
+        if b.model == BitErrorModel::Pattern && b.pattern_file.is_none() {
+            return Err(ConfigError::field(
+                format!("{bp}.pattern_file"),
+                "required when bit_errors.model is pattern",
+            ));
+        }
+        if b.model != BitErrorModel::Pattern && b.pattern_file.is_some() {
+            return Err(ConfigError::field(
+                format!("{bp}.pattern_file"),
+                "only used when bit_errors.model is pattern",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_oracle_eten(&self, p: &str) -> Result<(), ConfigError> {
+        if let Some(o) = &self.oracle_eten {
+            let path = &o.map_pin;
+            if !path.is_absolute() || path.file_name().is_none() {
+                return Err(ConfigError::field(
+                    format!("{p}.oracle_eten.map_pin"),
+                    format!(
+                        "{} is not an absolute path of a pinned map (such as /sys/fs/bpf/eten_oracle)",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_reorder(&self, p: &str) -> Result<(), ConfigError> {
+        let r = &self.reorder;
+        check_f64(
+            &format!("{p}.reorder.probability"),
+            r.probability,
+            0.0,
+            1.0,
+            "",
+        )?;
+        check_f64(
+            &format!("{p}.reorder.extra_delay_ms"),
+            r.extra_delay_ms,
+            0.0,
+            10_000.0,
+            " ms",
+        )?;
+        check_f64(
+            &format!("{p}.reorder.jitter_ms"),
+            r.jitter_ms,
+            0.0,
+            10_000.0,
+            " ms",
+        )
+    }
+}
+
+impl AttenuationConfig {
+    fn validate(&self, p: &str) -> Result<(), ConfigError> {
+        check_f64(&format!("{p}.value_db"), self.value_db, 0.0, 100.0, " dB")?;
+        if let Some(t) = self.tick_ms {
+            check_range(&format!("{p}.tick_ms"), t, 1, 3_600_000, " ms")?;
+        }
+        check_range(
+            &format!("{p}.on_ticks"),
+            self.on_ticks,
+            0,
+            1_000_000_000,
+            " ticks",
+        )?;
+        check_range(
+            &format!("{p}.off_ticks"),
+            self.off_ticks,
+            0,
+            1_000_000_000,
+            " ticks",
+        )?;
+        if self.kind == AttenuationKind::OnOff && self.on_ticks + self.off_ticks == 0 {
+            return Err(ConfigError::field(
+                format!("{p}.on_ticks"),
+                "on_ticks + off_ticks must be at least 1",
+            ));
+        }
+        check_f64(
+            &format!("{p}.amplitude_db"),
+            self.amplitude_db,
+            0.0,
+            100.0,
+            " dB",
+        )?;
+        check_f64(
+            &format!("{p}.slope_db_per_tick"),
+            self.slope_db_per_tick,
+            0.0,
+            100.0,
+            " dB/tick",
+        )?;
+        check_range(
+            &format!("{p}.period_ticks"),
+            self.period_ticks,
+            1,
+            1_000_000_000,
+            " ticks",
+        )?;
+        if self.kind == AttenuationKind::Triangular
+            && self.slope_db_per_tick * self.period_ticks as f64 / 2.0 > 100.0
+        {
+            return Err(ConfigError::field(
+                format!("{p}.slope_db_per_tick"),
+                "slope x period / 2 (the peak) must not exceed 100 dB",
+            ));
+        }
+        if self.kind == AttenuationKind::File && self.file.is_none() {
+            return Err(ConfigError::field(
+                format!("{p}.file"),
+                "required when type is file",
+            ));
+        }
+        Ok(())
+    }
+}
