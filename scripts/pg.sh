@@ -42,12 +42,19 @@ SOCK="$HOME_DIR/run"
 LOG="$HOME_DIR/postgres.log"
 
 url() { echo "postgresql+psycopg://$ROLE@/satlab?host=$SOCK"; }
-admin_url() { echo "postgresql://postgres@/postgres?host=$SOCK"; }
 
 running() { [ -f "$DATA/postmaster.pid" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
 
 # psql as the superuser (peer: OS user postgres). `cd /` because postgres may not read the cwd.
-psql_admin() { (cd / && runuser -u postgres -- psql -X -q -h "$SOCK" -d "${DB:-postgres}" -v ON_ERROR_STOP=1 "$@"); }
+# On an external server (DATABASE_URL set), SATLAB_DB_ADMIN_URL names a role there that may create
+# databases, and create-db/drop-db use it instead.
+psql_admin() {
+  if [ -n "${EXTERNAL:-}" ]; then
+    psql -X -q -v ON_ERROR_STOP=1 "${SATLAB_DB_ADMIN_URL:?set SATLAB_DB_ADMIN_URL: a role that may create databases on the external server}" "$@"
+  else
+    (cd / && runuser -u postgres -- psql -X -q -h "$SOCK" -d postgres -v ON_ERROR_STOP=1 "$@")
+  fi
+}
 
 write_auth_config() {
   cat >"$DATA/pg_hba.conf" <<EOF
@@ -170,26 +177,23 @@ stop() {
   fi
 }
 
-external_create_db() {
-  : "${SATLAB_DB_ADMIN_URL:?create-db on an external server: set SATLAB_DB_ADMIN_URL (a role that may create databases)}"
-  psql -X -q "$SATLAB_DB_ADMIN_URL" -v ON_ERROR_STOP=1 -c "CREATE DATABASE $1"
-}
-
 if [ -n "${DATABASE_URL:-}" ] && [ "$HOME_DIR/run" != "$(sed -n 's/.*host=//p' <<<"$DATABASE_URL")" ]; then
+  EXTERNAL=1
+  ROLE="$(sed -E 's#^[a-z+]+://([^:@/]*).*#\1#' <<<"$DATABASE_URL")"  # the service's role there
   case "${1:-}" in
-    url) echo "$DATABASE_URL"; exit 0 ;;
-    create-db) external_create_db "$2"; exit 0 ;;
-    drop-db) psql -X -q "${SATLAB_DB_ADMIN_URL:?set SATLAB_DB_ADMIN_URL}" -c "DROP DATABASE IF EXISTS $2 WITH (FORCE)"; exit 0 ;;
-    *) echo "    DATABASE_URL is set: using the external server, not the project's cluster"; exit 0 ;;
+    url) echo "$DATABASE_URL" ;;
+    create-db) create_db "${2:?create-db NAME}" ;;
+    drop-db) drop_db "${2:?drop-db NAME}" ;;
+    *) echo "    DATABASE_URL is set: using the external server, not the project's cluster" ;;
   esac
+  exit 0
 fi
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
   url) url ;;
-  admin-url) admin_url ;;
   status) if running; then echo "running ($SOCK)"; else echo "stopped"; fi ;;
   create-db) create_db "${2:?create-db NAME}" ;;
   drop-db) drop_db "${2:?drop-db NAME}" ;;
-  *) echo "usage: $0 start|stop|url|admin-url|status|create-db NAME|drop-db NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|url|status|create-db NAME|drop-db NAME" >&2; exit 2 ;;
 esac

@@ -51,6 +51,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from satlab.scenario import link_file_refs
+
 console = Console(stderr=True)
 out = Console()
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -93,23 +95,6 @@ class Client:
 FILE_KEYS = {"modcod_table": "modcod", "per_table": "per"}
 
 
-def _file_refs(link: Any, where: str = "link") -> list[tuple[str, str, str]]:
-    """(field path, key, value) of every file reference in a link."""
-    from satlab.scenario import LINK_PATH_KEYS
-
-    found: list[tuple[str, str, str]] = []
-    if isinstance(link, dict):
-        for k, v in link.items():
-            if k in LINK_PATH_KEYS and isinstance(v, str):
-                found.append((f"{where}.{k}", k, v))
-            else:
-                found += _file_refs(v, f"{where}.{k}")
-    elif isinstance(link, list):
-        for i, v in enumerate(link):
-            found += _file_refs(v, f"{where}.{i}")
-    return found
-
-
 def _kind(where: str, key: str) -> str:
     if key in FILE_KEYS:
         return FILE_KEYS[key]
@@ -118,7 +103,7 @@ def _kind(where: str, key: str) -> str:
 
 def upload_files(client: Client, scenario: Path, data: dict[str, Any]) -> None:
     seen = set()
-    for where, key, ref in _file_refs(data.get("link") or {}):
+    for where, key, ref in link_file_refs(data.get("link") or {}):
         if ref in seen:
             continue
         seen.add(ref)

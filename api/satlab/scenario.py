@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -410,19 +411,39 @@ def parse_scenario(data: Any) -> Scenario:
 LINK_PATH_KEYS = {"modcod_table", "per_table", "path", "file", "pattern_file", "record_file"}
 
 
-def resolve_link_paths(link: Any, base: Path) -> Any:
-    """Relative file paths in the link become absolute against the scenario file's directory, so
-    the emulator finds them wherever its own configuration file is written."""
+def link_file_refs(link: Any, where: str = "link") -> Iterator[tuple[str, str, str]]:
+    """(field path, key, file name) of every file reference in a link, in document order."""
+    if isinstance(link, dict):
+        for k, v in link.items():
+            if k in LINK_PATH_KEYS and isinstance(v, str):
+                yield f"{where}.{k}", k, v
+            else:
+                yield from link_file_refs(v, f"{where}.{k}")
+    elif isinstance(link, list):
+        for i, v in enumerate(link):
+            yield from link_file_refs(v, f"{where}.{i}")
+
+
+def map_link_files(link: Any, fn: Callable[[str, str], str], where: str = "link") -> Any:
+    """The link with every file reference replaced by fn(field path, file name)."""
     if isinstance(link, dict):
         return {
-            k: str((base / v).resolve())
-            if k in LINK_PATH_KEYS and isinstance(v, str) and not Path(v).is_absolute()
-            else resolve_link_paths(v, base)
+            k: fn(f"{where}.{k}", v)
+            if k in LINK_PATH_KEYS and isinstance(v, str)
+            else map_link_files(v, fn, f"{where}.{k}")
             for k, v in link.items()
         }
     if isinstance(link, list):
-        return [resolve_link_paths(v, base) for v in link]
+        return [map_link_files(v, fn, f"{where}.{i}") for i, v in enumerate(link)]
     return link
+
+
+def resolve_link_paths(link: Any, base: Path) -> Any:
+    """Relative file paths in the link become absolute against the scenario file's directory, so
+    the emulator finds them wherever its own configuration file is written."""
+    return map_link_files(
+        link, lambda _, v: v if Path(v).is_absolute() else str((base / v).resolve())
+    )
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from satlab.scenario import LINK_PATH_KEYS
+from satlab.scenario import link_file_refs, map_link_files
 from satlab.service.auth import Principal
 from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge
 from satlab.service.models import FILE_KINDS, UploadedFile
@@ -257,19 +257,6 @@ def list_files(
     return list(rows), total
 
 
-def link_file_refs(link: Any, where: str = "link") -> Iterator[tuple[str, str]]:
-    """(field path, file name) of every file reference in a scenario's link."""
-    if isinstance(link, dict):
-        for k, v in link.items():
-            if k in LINK_PATH_KEYS and isinstance(v, str):
-                yield f"{where}.{k}", v
-            else:
-                yield from link_file_refs(v, f"{where}.{k}")
-    elif isinstance(link, list):
-        for i, v in enumerate(link):
-            yield from link_file_refs(v, f"{where}.{i}")
-
-
 def resolve_refs(
     session: Session, link: Any, hashes: dict[str, str] | None = None
 ) -> dict[str, int]:
@@ -279,7 +266,7 @@ def resolve_refs(
     hashes = hashes or {}
     pinned: dict[str, int] = {}
     errors = []
-    for where, name in link_file_refs(link):
+    for where, _, name in link_file_refs(link):
         if name in pinned:
             continue
         q = select(UploadedFile.id).where(UploadedFile.name == name)
@@ -321,20 +308,11 @@ def materialize(rows: dict[str, UploadedFile | None], root: Path) -> dict[str, s
     return paths
 
 
-def rewrite_paths(link: Any, paths: dict[str, str], where: str = "link") -> Any:
+def rewrite_paths(link: Any, paths: dict[str, str]) -> Any:
     """The link with every file reference replaced by its path on disk. A reference that is not
     one of the materialised uploads is refused (Invalid naming the field), never passed on: the
     emulator runs as root and would read whatever path it was given."""
-    if isinstance(link, dict):
-        return {
-            k: _materialised(paths, v, f"{where}.{k}")
-            if k in LINK_PATH_KEYS and isinstance(v, str)
-            else rewrite_paths(v, paths, f"{where}.{k}")
-            for k, v in link.items()
-        }
-    if isinstance(link, list):
-        return [rewrite_paths(v, paths, f"{where}.{i}") for i, v in enumerate(link)]
-    return link
+    return map_link_files(link, lambda where, name: _materialised(paths, name, where))
 
 
 def _materialised(paths: dict[str, str], name: str, where: str) -> str:
