@@ -32,6 +32,9 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 soak: db  ## Soak: an hour of a saturated link through the gateway, then 1000 short runs drained by two workers (root; about 2 h)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/soak.py
 
+fuzz: setup  ## Fuzz the Rust parsers (cargo-fuzz), N s per target (make fuzz FUZZ_SECONDS=N, default 300)
+	@tests/fuzz/run.sh $${FUZZ_SECONDS:-300}
+
 compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one experiment, down
 	@tests/compose/smoke.sh
 
@@ -41,4 +44,4 @@ schemas: setup  ## Regenerate the emulator's contracts (JSON Schemas in api/satl
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke schemas stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas stop

@@ -59,6 +59,16 @@ rust_toolchain() {
   fi
 }
 
+# cargo-fuzz (tests/fuzz/run.sh, `make fuzz` and the fuzz stage of `make test`), from crates.io;
+# installed once into ~/.cargo/bin. It runs on the stable toolchain (RUSTC_BOOTSTRAP=1, run.sh).
+cargo_fuzz() {
+  if cargo fuzz --version >/dev/null 2>&1; then
+    echo "    $(cargo fuzz --version)"
+  else
+    cargo install --locked --quiet cargo-fuzz
+  fi
+}
+
 node_toolchain() {
   if command -v npm >/dev/null 2>&1; then
     echo "    node $(node --version), npm $(npm --version)"
@@ -91,6 +101,7 @@ web_deps() {
 step "Debian packages" apt_packages
 step "Docker daemon" docker_daemon
 step "Rust toolchain" rust_toolchain
+step "cargo-fuzz" cargo_fuzz
 step "Node toolchain" node_toolchain
 step "Python venv (.venv)" python_venv
 step "Web dependencies (npm ci)" web_deps

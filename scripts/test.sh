@@ -37,6 +37,7 @@ stage "web lint (eslint)" web lint
 
 # Tier 2: unit tests per component.
 stage "rust unit tests" cargo test --release --workspace --quiet
+stage "rust fuzzers (bounded, 20 s per target)" "$ROOT/tests/fuzz/run.sh" 20
 stage "api unit tests (pytest, real PostgreSQL)" "$PY/pytest" -q api/tests
 stage "web unit tests (vitest)" web test
 stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests

@@ -392,11 +392,17 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used, with every problem as `field: reason` lines."""
 
 
+# The line boundaries of str.splitlines() (which the API's errors are split on), escaped: a key or
+# a tag value of the client's may hold one, and each problem must stay one `field: reason` line.
+_LINE_BREAKS = "\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029"
+_ONE_LINE = {ord(c): repr(c)[1:-1] for c in _LINE_BREAKS}
+
+
 def format_validation_error(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(scenario)"
-        lines.append(f"{where}: {e['msg']}")
+        lines.append(f"{where}: {e['msg']}".translate(_ONE_LINE))
     return "\n".join(lines)
 
 

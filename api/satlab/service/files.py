@@ -69,9 +69,12 @@ def _tick_values(text: str, what: str, lo: float, hi: float) -> int:
     for line, f in _data_lines(text):
         if len(f) != 2:
             raise Invalid(f"line {line}: expected 2 fields `<uint tick> <{what}>`, found {len(f)}")
-        if not f[0].isdigit():
+        # As the emulator reads a tick (Rust u64): ASCII digits (str.isdigit() also takes '²',
+        # which int() refuses) below 2**64 (int() refuses more than 4300 digits).
+        digits = f[0].lstrip("0") or "0"
+        if not (f[0].isascii() and f[0].isdigit()) or len(digits) > 20 or int(digits) >= 2**64:
             raise Invalid(f"line {line}: tick {f[0]!r} is not an unsigned integer")
-        tick = int(f[0])
+        tick = int(digits)
         v = _number(line, f[1], what)
         if not lo <= v <= hi:
             raise Invalid(f"line {line}: {what} {v:g} is outside [{lo:g}, {hi:g}]")
@@ -96,7 +99,10 @@ def _modcod(text: str) -> int:
             raise Invalid(
                 f"line {line}: expected 5 fields `id MOD rate efficiency esn0_db`, found {len(f)}"
             )
-        if not f[0].isdigit() or not 1 <= int(f[0]) <= 255:
+        # ASCII digits, and no int() of thousands of digits (see _tick_values).
+        digits = f[0].lstrip("0") or "0"
+        ascii_uint = f[0].isascii() and f[0].isdigit() and len(digits) <= 3
+        if not ascii_uint or not 1 <= int(digits) <= 255:
             raise Invalid(f"line {line}: MODCOD id {f[0]!r} is not an integer in [1, 255]")
         if f[1].lower() not in MODULATIONS:
             raise Invalid(
@@ -104,7 +110,16 @@ def _modcod(text: str) -> int:
                 "(BPSK, Pi/2BPSK, QPSK, 8PSK, 16APSK, 16QAM, 32APSK)"
             )
         k, _, m = f[2].partition("/")
-        if not (k.isdigit() and m.isdigit() and 0 < int(k) < int(m)):
+        # u32 numbers as the emulator reads them, ASCII digits (see _tick_values).
+        k, m = k.lstrip("0"), m.lstrip("0")
+        if not (
+            k.isascii()
+            and m.isascii()
+            and k.isdigit()
+            and m.isdigit()
+            and len(k) <= len(m) <= 10
+            and 0 < int(k) < int(m) < 2**32
+        ):
             raise Invalid(f"line {line}: code rate {f[2]!r} is not a fraction k/n with 0 < k < n")
         eff = _number(line, f[3], "efficiency")
         if not 0.01 <= eff <= 10:
@@ -126,7 +141,9 @@ def _per(text: str) -> int:
             continue
         if len(f) != 3:
             raise Invalid(f"line {line}: expected 3 fields `modcod_id,esn0_db,per`, found {len(f)}")
-        if not f[0].isdigit():
+        # As the emulator reads it (Rust u32): ASCII digits below 2**32 (see _tick_values).
+        digits = f[0].lstrip("0") or "0"
+        if not (f[0].isascii() and f[0].isdigit()) or len(digits) > 10 or int(digits) >= 2**32:
             raise Invalid(f"line {line}: modcod_id {f[0]!r} is not an unsigned integer")
         esn0 = _number(line, f[1], "esn0_db")
         per = _number(line, f[2], "per")
@@ -134,7 +151,7 @@ def _per(text: str) -> int:
             raise Invalid(f"line {line}: per {per:g} is outside [0, 1]")
         if not -50 <= esn0 <= 80:
             raise Invalid(f"line {line}: esn0_db {esn0:g} is outside [-50, 80] dB")
-        key = (int(f[0]), esn0)
+        key = (int(digits), esn0)
         if key in seen:
             raise Invalid(f"line {line}: MODCOD {key[0]} has two rows at esn0_db {esn0:g}")
         seen[key] = line

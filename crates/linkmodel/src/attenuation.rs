@@ -98,7 +98,8 @@ pub(crate) fn interpolate(points: &[(u64, f64)], x: f64, looped: bool) -> f64 {
     let (last_t, last_v) = points[points.len() - 1];
     let mut x = x.max(0.0);
     if looped {
-        let period = (last_t + 1) as f64;
+        // In f64: a last tick of u64::MAX (a valid u64 in a file) must not overflow.
+        let period = last_t as f64 + 1.0;
         x %= period;
         if x > last_t as f64 {
             // Wrap step: from the last value to the value at tick 0 within one tick.
@@ -252,6 +253,24 @@ mod tests {
         assert!((lp.at(1_000 * MS) - 3.0).abs() < 1e-9);
         assert!((lp.at(2_500 * MS) - 3.0).abs() < 1e-9); // wrap step 5 -> 1
         assert!((lp.at(4_000 * MS) - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn loop_with_the_largest_tick() {
+        // Found by tests/fuzz (target traces): `last tick + 1` overflowed (a panic with overflow
+        // checks; without them a period of 0, a NaN tick and an index out of bounds).
+        let t = Trace::parse("0 1\n18446744073709551615 2\n", Path::new("a.csv")).unwrap();
+        for x in [0.0, 0.5, 1e6, 1e19, f64::MAX] {
+            let v = t.at(x, true);
+            assert!((1.0..=2.0).contains(&v), "{v} at {x}");
+        }
+        let d = crate::delay::parse_delay_file("0 250\n18446744073709551615 260\n", Path::new("d"));
+        let d = crate::delay::DelaySource::File {
+            points: d.unwrap(),
+            refresh_ns: 1e8,
+            looped: true,
+        };
+        assert_eq!(d.at(0), 250 * MS);
     }
 
     #[test]

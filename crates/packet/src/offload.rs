@@ -178,6 +178,16 @@ impl<'a> Gso<'a> {
         } else {
             l3 + ipv6::HEADER_LEN
         };
+        // `csum_start` is the sender's word: every segment rewrites the IP header, so the
+        // transport header must start after it.
+        let ip_header_len = if v4 {
+            usize::from(ipv4::Packet::new_unchecked(ip).header_len()).max(ipv4::HEADER_LEN)
+        } else {
+            ipv6::HEADER_LEN
+        };
+        if l4 < l3 + ip_header_len {
+            return Err(Error::Malformed);
+        }
         let seg = frame.get(l4..).ok_or(Error::Truncated)?;
         let hdr_end = match l4_kind {
             L4::Tcp => l4 + usize::from(tcp::Packet::new_checked(seg)?.header_len()),
@@ -466,5 +476,34 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(Gso::new(&f, &zero).unwrap_err(), Error::Malformed);
+    }
+
+    #[test]
+    fn rejects_csum_start_inside_the_ip_header() {
+        // Found by tests/fuzz (target packet): vnet header (NEEDS_CSUM, UDP_L4, csum_start 0) and
+        // an IPv4 frame with IHL 0. Segmenting it panicked (slice out of range) rewriting an IP
+        // header that the 8 copied header bytes do not contain.
+        static CRASH: [u8; 77] = [
+            0x01, 0x05, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x81, 0x00, 0x00, 0x05,
+            0x0b, 0x00, 0x45, 0x00, 0x00, 0x44, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x73,
+            0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x21, 0x22, 0x23, 0x24, 0x01, 0x14, 0x8f, 0x0a,
+            0x00, 0x00, 0x02, 0x0a, 0x00, 0x00, 0x01, 0xfd, 0x01, 0x4d, 0x5f, 0x01, 0x01, 0x00,
+            0x0a, 0x45, 0x00, 0x00, 0x28, 0x12, 0x34, 0x40, 0x00, 0x40, 0x06, 0x14, 0x9a, 0x26,
+            0x0a, 0x00, 0x00, 0x01, 0x25, 0x26, 0x27,
+        ];
+        let hdr = VirtioNetHdr::parse(&CRASH).unwrap();
+        let frame = &CRASH[VNET_HDR_LEN..];
+        assert_eq!(Gso::new(frame, &hdr).unwrap_err(), Error::Malformed);
+        // The same with a well-formed frame: csum_start 20 points into the IPv4 header.
+        let f = super_packet(100, tcp::flags::ACK);
+        let inside = VirtioNetHdr {
+            flags: VNET_HDR_F_NEEDS_CSUM,
+            gso_type: gso_type::TCPV4,
+            gso_size: 40,
+            csum_start: 20,
+            csum_offset: 16,
+            ..Default::default()
+        };
+        assert_eq!(Gso::new(&f, &inside).unwrap_err(), Error::Malformed);
     }
 }
