@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * sl_ceten / sl_ceten_lf: cumulative ETEN senders (ETEN report section 4;
- * ../shared/reference/eten.md "CETEN" and section 7).
+ * CETEN, in "Explicit Transport Error Notification (ETEN) for Error-Prone Wireless and Satellite Networks", BBN TR 8333).
  *
  * The path's corruption and congestion survival probabilities travel in the CETEN TCP
  * option (crates/packet/src/ceten.rs: kind 254, ExID 0x4345, four 16-bit fixed-point

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * sl_csumld: receiver checksum-based loss differentiation (Garcia & Brunstrom 2004, seed 001;
- * ../shared/reference/lossdiff.md part A).
+ * "An Experimental Study on the Performance and Fairness of Loss Differentiation for TCP" (Garcia, Brunstrom)).
  *
  * The paper's mechanism, FreeBSD 4.5 (A1): a segment whose IP header checksum is bad is dropped
  * by IP (it cannot be mapped to a flow, so its loss is implicitly congestion); a segment with a

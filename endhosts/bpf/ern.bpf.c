@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * sl_ern: IP-ERN end hosts (Lopez-Pacheco et al., Computer Networks 56, 2012, sections 2-3;
- * ../shared/reference/ipern.md sections 1 and 5), the hosts' half of the edge gateway's
+ * "An IP-ERN architecture to enable hybrid E2E/ERN protocol and application to satellite networking", Computer Networks 56 (2012), the CAL and its hosts), the hosts' half of the edge gateway's
  * IP-ERN XCP router (gateway/README.md "IP-ERN").
  *
  * The option is crates/packet/src/ern.rs, byte for byte: kind 254, length 20, ExID 0x4552,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * sl_beten / sl_oracle: per-packet ETEN senders (ETEN report, BBN TR 8333, sections 2-3;
- * ../shared/reference/eten.md sections 1, 5 and 7).
+ * "Explicit Transport Error Notification (ETEN) for Error-Prone Wireless and Satellite Networks", BBN TR 8333, Oracle ETEN and BETEN).
  *
  * A notice says "the segment (flow, seq) was lost to corruption on the satellite link".
  * Notices land in one map, eten_notices, from two sources:

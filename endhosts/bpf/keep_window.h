@@ -2,7 +2,7 @@
 /*
  * The loss response every loss-differentiation scheme shares: a loss classified as
  * corruption on the satellite link is retransmitted (by the kernel, as any loss) "without
- * changing congestion state" (ETEN report section 2; ../shared/reference/eten.md), a loss
+ * changing congestion state" (ETEN report section 2), a loss
  * classified as congestion gets NewReno's halving (tcp_reno_ssthresh).
  *
  * How the kernel is made to keep the window: ssthresh() returns the current cwnd, so PRR

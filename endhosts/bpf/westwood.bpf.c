@@ -2,7 +2,7 @@
 /*
  * sl_westwood: TCP Westwood+, the end-to-end bandwidth-estimation scheme the ETEN report
  * compares BETEN with (BBN TR 8333, Krishnan, Allman, Partridge, Sterbenz, 2002: sims 5/6,
- * Figs 9/10; digest in shared/reference/eten.md).
+ * Figs 9/10; "Explicit Transport Error Notification (ETEN) for Error-Prone Wireless and Satellite Networks", BBN TR 8333).
  *
  *   S. Mascolo, C. Casetti, M. Gerla, M. Y. Sanadidi, R. Wang, "TCP Westwood: Bandwidth
  *   estimation for enhanced transport over wireless links", ACM MobiCom 2001;

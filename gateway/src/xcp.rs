@@ -1,5 +1,5 @@
 //! The IP-ERN router's controller: XCP's control laws (Katabi, Handley, Rohrs, SIGCOMM 2002) applied
-//! to ERN traffic only, as IP-ERN prescribes (../shared/reference/ipern.md §1, §3):
+//! to ERN traffic only, as IP-ERN prescribes ("An IP-ERN architecture to enable hybrid E2E/ERN protocol and application to satellite networking", Computer Networks 56 (2012) §2.2.2):
 //!
 //! ```text
 //! every control interval d (the mean RTT of the ERN packets, weighted by size):

@@ -1,5 +1,5 @@
 //! CETEN fields: cumulative (per-path) corruption and congestion survival probabilities
-//! (ETEN report §4, ../shared/reference/eten.md "CETEN"), carried as a TCP option.
+//! (ETEN report §4, "Explicit Transport Error Notification (ETEN) for Error-Prone Wireless and Satellite Networks", BBN TR 8333), carried as a TCP option.
 //!
 //! This file is the one place the encoding is defined; the gateway rewrites it, the end-host code
 //! (sockops `bpf_store_hdr_opt` / `bpf_load_hdr_opt`) writes and reads it.

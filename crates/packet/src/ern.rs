@@ -1,5 +1,5 @@
 //! The IP-ERN option: the XCP-style congestion header IP-ERN carries "over TCP" (IP-ERN paper §2,
-//! ../shared/reference/ipern.md §2-3), as an RFC 6994 experimental TCP option.
+//! "An IP-ERN architecture to enable hybrid E2E/ERN protocol and application to satellite networking", Computer Networks 56 (2012) §2-3), as an RFC 6994 experimental TCP option.
 //!
 //! This file is the one place the format is defined; the gateway (ERN router) reads and lowers the
 //! feedback, the end-host code (sockops) writes it, echoes it and applies it.

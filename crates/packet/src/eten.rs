@@ -1,5 +1,5 @@
 //! ETEN notice (BETEN form): the ICMP message a satellite edge sends toward the *sender* of a packet
-//! the link corrupted or erased (ETEN report, BBN TR 8333, §1 "BETEN"; ../shared/reference/eten.md).
+//! the link corrupted or erased (ETEN report, BBN TR 8333, §1 "BETEN").
 //!
 //! This file is the one place the format is defined; the gateway writes it and the end-host code
 //! (eBPF tc ingress parser) reads it.
