@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * sl_ecnld: the ECN-based error discriminator at the TCP sender ("TCP-ECN", 
- * the ECN-based error discriminator paper ("TCP-ECN", its abstract and Tables 2/3)).
+ * sl_ecnld: the ECN-based error discriminator at the TCP sender ("TCP-ECN"; the ECN-based
+ * error discriminator paper, its abstract and Tables 2/3).
  *
  * RED at the bottleneck (the edge gateway, aqm kind red_ecn) marks instead of dropping; the
  * receiver echoes CE as ECE (standard RFC 3168 ECN: hosts.settings.ecn "on"). Only the sender
