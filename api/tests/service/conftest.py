@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import uvicorn
@@ -187,17 +188,25 @@ def upload_fade(client: TestClient, tokens: Tokens) -> None:
     assert r.status_code == 201, r.text
 
 
-def make_experiment(
-    client: TestClient, tokens: Tokens, name: str = "t1", reps: int = 2, **body: object
-) -> dict[str, object]:
-    upload_fade(client, tokens)
+def make_scenario(
+    client: TestClient, tokens: Tokens, name: str = "t1", reps: int = 2
+) -> dict[str, Any]:
+    """The submitter's scenario `name` (the trace it names must be uploaded)."""
     r = client.post(
         "/api/scenarios", json={"yaml": scenario_yaml(name, reps)}, headers=tokens.h("submitter")
     )
     assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+def make_experiment(
+    client: TestClient, tokens: Tokens, name: str = "t1", reps: int = 2, **body: object
+) -> dict[str, object]:
+    upload_fade(client, tokens)
+    sc = make_scenario(client, tokens, name, reps)
     r = client.post(
         "/api/experiments",
-        json={"scenario_id": r.json()["id"], **body},
+        json={"scenario_id": sc["id"], **body},
         headers=tokens.h("submitter"),
     )
     assert r.status_code == 201, r.text

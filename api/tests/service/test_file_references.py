@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from satlab.service import files
 from satlab.service.errors import Invalid
 
-from .conftest import Tokens, scenario_yaml, upload_fade
+from .conftest import Tokens, make_scenario, scenario_yaml, upload_fade
 
 SECRET = "SECRET-first-line-of-a-root-only-file"
 FILE_FIELD = "forward.downlink.attenuation.file"
@@ -57,11 +57,7 @@ def test_revision_and_import_naming_a_path_outside_uploads_are_refused(
     client: TestClient, tokens: Tokens, secret_file: str
 ) -> None:
     upload_fade(client, tokens)
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml("rev")}, headers=tokens.h("submitter")
-    )
-    assert r.status_code == 201, r.text
-    sc = r.json()
+    sc = make_scenario(client, tokens, "rev")
     bad = with_sweep("rev", ["traces/fade.txt", secret_file])
     r = client.post(
         f"/api/scenarios/{sc['id']}/revisions", json={"yaml": bad}, headers=tokens.h("submitter")
@@ -79,10 +75,7 @@ def test_sweep_override_naming_a_path_outside_uploads_is_refused(
     client: TestClient, tokens: Tokens, secret_file: str
 ) -> None:
     upload_fade(client, tokens)
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml("ovr")}, headers=tokens.h("submitter")
-    )
-    sc_id = r.json()["id"]
+    sc_id = make_scenario(client, tokens, "ovr")["id"]
     body = {"scenario_id": sc_id, "sweep": {"path": FILE_FIELD, "values": [secret_file]}}
     for url in ("/api/experiments/plan", "/api/experiments"):
         assert_refused_without_content(
@@ -95,10 +88,8 @@ def test_sweep_override_is_checked_by_the_emulator_before_queueing(
     client: TestClient, tokens: Tokens
 ) -> None:
     upload_fade(client, tokens)
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml("ovc")}, headers=tokens.h("submitter")
-    )
-    body = {"scenario_id": r.json()["id"], "sweep": {"path": "forward.delay_ms", "values": [-5]}}
+    sc = make_scenario(client, tokens, "ovc")
+    body = {"scenario_id": sc["id"], "sweep": {"path": "forward.delay_ms", "values": [-5]}}
     r = client.post("/api/experiments", json=body, headers=tokens.h("submitter"))
     assert r.status_code == 422, r.text
     assert "delay_ms" in r.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from .conftest import FADE, Tokens, scenario_yaml, upload_fade
+from .conftest import FADE, Tokens, make_scenario, scenario_yaml, upload_fade
 
 OTHER_FADE = b"0 0\n10 9\n20 0\n"
 
@@ -20,17 +20,9 @@ def upload(client: TestClient, tokens: Tokens, role: str, content: bytes) -> obj
     )
 
 
-def create(client: TestClient, tokens: Tokens, name: str) -> dict[str, object]:
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml(name)}, headers=tokens.h("submitter")
-    )
-    assert r.status_code == 201, r.text
-    return dict(r.json())
-
-
 def test_only_the_owner_or_an_admin_revises_a_scenario(client: TestClient, tokens: Tokens) -> None:
     upload_fade(client, tokens)
-    sc = create(client, tokens, "mine")
+    sc = make_scenario(client, tokens, "mine")
     text = scenario_yaml("mine").replace("seed: 7", "seed: 8")
     url = f"/api/scenarios/{sc['id']}/revisions"
     r = client.post(url, json={"yaml": text}, headers=tokens.h("other_submitter"))
@@ -55,7 +47,7 @@ def test_only_the_owner_or_an_admin_adds_a_version_of_an_upload(
 
 def test_a_revision_pins_its_files_by_content(client: TestClient, tokens: Tokens) -> None:
     first = upload(client, tokens, "submitter", FADE).json()  # type: ignore[attr-defined]
-    sc = create(client, tokens, "pinned")
+    sc = make_scenario(client, tokens, "pinned")
     rev = client.get(f"/api/scenarios/{sc['id']}/revisions/1", headers=tokens.h("viewer")).json()
     assert rev["files"] == {"traces/fade.txt": first["sha256"]}
     # A newer upload of the name does not change what revision 1's experiments use...

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from satlab.settings import get_settings
 
-from .conftest import Tokens, make_experiment, scenario_yaml, upload_fade
+from .conftest import Tokens, make_experiment, make_scenario, upload_fade
 
 
 def test_a_huge_plan_is_refused_at_once_naming_its_factors(
@@ -17,11 +17,8 @@ def test_a_huge_plan_is_refused_at_once_naming_its_factors(
 ) -> None:
     monkeypatch.setattr(get_settings(), "max_experiment_hours", 10.0)  # 10 000 x 5 s = 13.9 h
     upload_fade(client, tokens)
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml("big")}, headers=tokens.h("submitter")
-    )
     body = {
-        "scenario_id": r.json()["id"],
+        "scenario_id": make_scenario(client, tokens, "big")["id"],
         "sweep": {"path": "forward.delay_ms", "values": list(range(200, 250))},
         "repetitions": 100,
     }
@@ -47,10 +44,7 @@ def test_a_tokens_queued_work_is_bounded(
 ) -> None:
     monkeypatch.setattr(get_settings(), "max_pending_runs_per_token", 5)
     make_experiment(client, tokens, "first", reps=2)  # 2 configurations x 2 repetitions: 4 queued
-    r = client.post(
-        "/api/scenarios", json={"yaml": scenario_yaml("second")}, headers=tokens.h("submitter")
-    )
-    body = {"scenario_id": r.json()["id"], "repetitions": 1}
+    body = {"scenario_id": make_scenario(client, tokens, "second")["id"], "repetitions": 1}
     r = client.post("/api/experiments", json=body, headers=tokens.h("submitter"))
     assert r.status_code == 422, r.text
     assert "2 runs with the 4 this token has queued or running exceed its limit of 5" in r.text
