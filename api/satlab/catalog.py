@@ -140,7 +140,7 @@ SCHEMES: list[Scheme] = [
         "label": "CETEN, loss-fraction variant",
         "description": "CETEN with congestion probability (1 - p_cong) / ((1 - p_cong) + "
         "(1 - p_corr)): the share each cause has in the path's losses.",
-        "paper_section": "ETEN report section 4: CETEN (variant, eten.md [D])",
+        "paper_section": "ETEN report section 4: CETEN (loss-fraction variant, ours)",
         "configuration": {
             "name": "ceten-lf",
             "transport": {"congestion_control": "sl_ceten_lf"},
@@ -184,7 +184,7 @@ SCHEMES: list[Scheme] = [
         "label": "Reordering-robust receiver (dupACK withholding)",
         "description": "Yang's receiver holds dupACKs up to the largest reordering stride seen "
         "(NFQUEUE on the receiving host). Needs hosts.settings.sack: false.",
-        "paper_section": "Yang 2001 ch. 3 (lossdiff.md B1)",
+        "paper_section": "Yang 2001 ch. 3",
         "configuration": {
             "name": "withhold",
             "transport": {"congestion_control": "reno"},
@@ -199,7 +199,7 @@ SCHEMES: list[Scheme] = [
         "dupack loss congestion only when one of the last K ACKs carried ECE (K = 2), and "
         "otherwise retransmits without a window cut. ECN on in the hosts' settings too "
         "(hosts.settings.ecn: on).",
-        "paper_section": "Seed 004 (TCP-ECN discriminator), lossdiff.md part C",
+        "paper_section": "TCP-ECN error discriminator, section 3",
         "configuration": {
             "name": "ecn-ld",
             "transport": {"congestion_control": "sl_ecnld", "ecn_ld_k": 2},
@@ -212,7 +212,7 @@ SCHEMES: list[Scheme] = [
         "description": "The receiver reports segments that arrive with a valid IP header and a "
         "bad TCP checksum in a TCP option on its next ACK; the sender retransmits them without "
         "a window cut. Needs corrupted packets delivered (bit_errors action: deliver).",
-        "paper_section": "Garcia & Brunstrom 2004 (seed 001), lossdiff.md part A",
+        "paper_section": "Garcia & Brunstrom 2004",
         "configuration": {"name": "csum-ld", "transport": {"congestion_control": "sl_csumld"}},
     },
 ]

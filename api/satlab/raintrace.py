@@ -1,7 +1,7 @@
 """Rain-fade time series by ITU-R P.1853 (lognormal Maseng-Bakken model), written in OpenSAND's
 attenuation file format so the same trace drives this emulator and OpenSAND unchanged.
 
-Model (P.1853-1, section 2.2 "rain attenuation", as digested in reference/anchors.md section 6):
+Model (P.1853-1, section 2.2 "rain attenuation"):
   A(t) = max(exp(m + sigma * X(t)) - A_offset, 0)
 with X a unit-variance first-order Gauss-Markov process, autocorrelation exp(-beta |tau|),
 beta = 2e-4 s^-1. Parameters for a site come from ``itur``: P_rain = P0(lat, lon) (P.837), the

@@ -44,7 +44,7 @@ class HostSettings(Strict):
     )
     mss_bytes: int | None = Field(None, ge=536, le=1460, description="advertised MSS clamp")
     initial_cwnd_packets: int | None = Field(None, ge=1, le=100, description="route initcwnd")
-    # The loss-recovery extensions Yang's baseline sender lacks (lossdiff.md B4). Limited
+    # The loss-recovery extensions Yang's baseline sender lacks (Yang 2001, section 5.1). Limited
     # Transmit (RFC 3042) has no switch in Linux: it follows from how dupACKs shrink the
     # in-flight count, so a Linux sender always uses it (see receiver.withhold.immediate_dupacks).
     rack: bool = Field(True, description="RACK loss detection (net.ipv4.tcp_recovery bit 0x1)")
@@ -158,7 +158,8 @@ class Transport(Strict):
         ge=1,
         le=32,
         description="sl_ecnld: a dupack loss is congestion when one of the last K ACKs carried "
-        "ECE (seed 004: 'normally two previous marked packets is enough'), else wireless",
+        "ECE (the TCP-ECN paper, section 3: 'normally two previous marked packets is enough'), "
+        "else wireless",
     )
 
 
@@ -239,7 +240,7 @@ class PepSettings(Strict):
 
 
 class Withhold(Strict):
-    """Yang's reordering-robust receiver (seed 002, lossdiff.md B1; endhosts/withhold): the
+    """Yang's reordering-robust receiver (Yang 2001, section 3.2; endhosts/withhold): the
     receiving host withholds dupACKs up to the largest reordering stride seen, through NFQUEUE.
     The open parameters of the thesis are chosen here (endhosts/README.md)."""
 

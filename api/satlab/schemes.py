@@ -215,7 +215,7 @@ SCHEMES: dict[str, Scheme] = {
             "sl_ecnld",
             stats_map="ecnld_stats",
             stats=ECNLD_STATS,
-            description="ECN-based discriminator (seed 004, lossdiff.md C): a dupack loss with "
+            description="ECN-based discriminator (TCP-ECN paper, section 3): a dupack loss with "
             "no ECE in the last K ACKs (transport.ecn_ld_k) is wireless: retransmit, no cut. "
             "Needs ECN on the hosts and RED/ECN marking at the gateway (aqm kind red_ecn)",
         ),
@@ -229,9 +229,9 @@ SCHEMES: dict[str, Scheme] = {
             receiver_too=True,
             stats_map="csumld_stats",
             stats=CSUMLD_STATS,
-            description="Receiver checksum loss differentiation (Garcia & Brunstrom, seed 001, "
-            "lossdiff.md A): the receiver reports segments with a bad TCP checksum in a TCP "
-            "option; the sender retransmits them without a window cut",
+            description="Receiver checksum loss differentiation (Garcia & Brunstrom 2004): the "
+            "receiver reports segments with a bad TCP checksum in a TCP option; the sender "
+            "retransmits them without a window cut",
         ),
     )
 }

@@ -1,4 +1,4 @@
-//! Oracle ETEN (eten.md §1 and §7): the report's upper bound, "the sender is told instantly and
+//! Oracle ETEN (ETEN report (BBN TR 8333) sections 2 and 3): the report's upper bound, "the sender is told instantly and
 //! perfectly". For every IPv4 TCP segment with payload that a direction corrupts or erases, the
 //! direction thread writes a notice straight into the sender host's pinned BPF map; the end
 //! host's congestion control (endhosts/bpf/) looks the segment up when its kernel detects the

@@ -19,7 +19,7 @@
  *     recovery episode, or a timeout), draws: congestion with probability
  *     p_cong / (p_cong + p_corr), as printed in the report (sl_ceten); or, as a labelled
  *     variant, with the loss-fraction form (1 - p_cong) / ((1 - p_cong) + (1 - p_corr))
- *     (sl_ceten_lf; eten.md [D]: with survival probabilities near 1 the printed form calls
+ *     (sl_ceten_lf; our reading of report section 4.3: with survival probabilities near 1 the printed form calls
  *     about half of all losses corruption whatever their cause). Congestion: NewReno's
  *     halving; corruption: retransmit only (keep_window.h). With no estimate yet for the
  *     connection, a loss is congestion.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * sl_csumld: receiver checksum-based loss differentiation (Garcia & Brunstrom 2004, seed 001;
+ * sl_csumld: receiver checksum-based loss differentiation (Garcia & Brunstrom 2004;
  * "An Experimental Study on the Performance and Fairness of Loss Differentiation for TCP" (Garcia, Brunstrom)).
  *
  * The paper's mechanism, FreeBSD 4.5 (A1): a segment whose IP header checksum is bad is dropped

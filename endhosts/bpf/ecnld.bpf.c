@@ -6,7 +6,7 @@
  * RED at the bottleneck (the edge gateway, aqm kind red_ecn) marks instead of dropping; the
  * receiver echoes CE as ECE (standard RFC 3168 ECN: hosts.settings.ecn "on"). Only the sender
  * differs from NewReno (newreno.bpf.c), in how it classifies a loss the kernel detects from
- * duplicate ACKs/SACKs (lossdiff.md C1, Tables 1-3):
+ * duplicate ACKs/SACKs (the TCP-ECN paper, section 3, Tables 1-3):
  *   - an ECE on one of the last K ACKs (ecnld_config.k, default 2: the paper's "normally two
  *     previous marked packets is enough") -> congestion: NewReno's halving;
  *   - none -> wireless: retransmit, reset the timer, no cwnd/ssthresh change

@@ -31,7 +31,7 @@
  * (base 1, keep_window.h's growth and tcp_reno_ssthresh). With no ERN router on the path,
  * sl_ern is its base.
  *
- * Open points of the paper (ipern.md section 5, "Gaps"), decided here:
+ * Open points of the paper (what the IP-ERN paper leaves unspecified), decided here:
  *   - H_cwnd carries the window in force, min(cwnd_tcp, cwnd_ern) (XCP's H_cwnd is the
  *     window the flow sends with; the router divides the positive feedback by it).
  *   - Bound on cwnd_ern: at most the window in force plus bound_packets segments
@@ -49,7 +49,7 @@
  *   - cwnd_tcp keeps growing while ERN limits, as the paper's Eq. (1) implies (the flow is
  *     cwnd-limited by the window in force, so tcp_is_cwnd_limited lets it); no extra
  *     validation. Known consequence: if the ERN router disappears mid-flow, the window jumps
- *     to cwnd_tcp at once (a burst); ipern.md section 5 suggests cwnd validation for this.
+ *     to cwnd_tcp at once (a burst); cwnd validation would address this.
  *   - Linux writes its own options (timestamps, SACK) before the BPF ones, and the router
  *     recognises a segment as ERN only when the ERN option comes first (ern.rs). Data
  *     segments carry no kernel option when timestamps are off, so an ERN scenario sets

@@ -15,14 +15,14 @@
  * The congestion control is sl_newreno (newreno.bpf.c) except for one decision: when the
  * kernel detects a loss and asks for a new ssthresh, the segment at snd_una (the first hole,
  * the one whose loss started recovery) is looked up; if it was notified, the loss is
- * corruption: "retransmit without changing congestion state" (report section 2, eten.md
+ * corruption: "retransmit without changing congestion state" (report section 2.3,
  * "Per-packet sender response"). The kernel retransmits as for any loss (fast retransmit,
  * SACK recovery, RACK); cwnd and ssthresh stay what they were (keep_window.h says how).
  *   - A recovery episode is classified by its first loss only (one ssthresh() call per
  *     episode, as in the kernel). The report decides per loss; with one reduction per window
  *     the two agree unless a congestion loss and a notified loss share a window.
  *   - The dupacks that later arrive for an already notified segment do not cut the window
- *     either (eten.md [D]: "the intent implies they should not").
+ *     either (the report is silent; its intent implies they should not).
  *   - A late notice still counts: the notice and the first dupacks/SACKs after a corrupted
  *     segment travel the same return path and arrive within a millisecond of each other on a
  *     paced link, so recovery may start before the notice is in. While that recovery lasts,
@@ -30,7 +30,7 @@
  *     the reduction is withdrawn (ssthresh back to the pre-loss cwnd, so PRR and the end of
  *     recovery restore the window) and the loss is recounted as corruption (late_notice).
  *
- * Validation of a BETEN notice before it counts (report section 7, eten.md section 5):
+ * Validation of a BETEN notice before it counts (report section 7):
  *   ICMP checksum; format version; rate bound (token bucket, before the expensive checks);
  *   MAC when a key is configured (a notice without one is refused); the quoted packet must
  *   be TCP from this host and match an existing connection (socket lookup); its sequence

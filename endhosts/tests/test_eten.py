@@ -2,7 +2,7 @@
 
 The loader runs inside a fresh namespace with the tc program on `lo`; eten_forge.py opens a real
 connection there whose data is dropped on arrival (nftables), then sends it notices: one valid,
-and one of each thing the report says a sender must refuse (eten.md section 5), then a flood.
+and one of each thing the report says a sender must refuse (ETEN report section 7), then a flood.
 """
 
 from __future__ import annotations

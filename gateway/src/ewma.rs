@@ -1,5 +1,5 @@
 //! CETEN survival estimates: the report's per-link EWMA, p_i = alpha x_i + (1 - alpha) p_{i-1},
-//! x_i = 1 for a packet that survived, 0 for one that did not (eten.md §1, alpha = 0.5), updated on
+//! x_i = 1 for a packet that survived, 0 for one that did not (ETEN report section 4.2, alpha = 0.5), updated on
 //! every packet of every flow.
 
 use serde::Serialize;

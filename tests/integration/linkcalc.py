@@ -68,7 +68,7 @@ def total_cn_db(up_db: float, down_db: float) -> float:
     return 10 * math.log10(1 / (1 / db_to_lin(up_db) + 1 / db_to_lin(down_db)))
 
 
-# EN 302 307-1 Table 13 (anchors.md section 5): id -> (name, efficiency, required Es/N0 dB)
+# EN 302 307-1 Table 13: id -> (name, efficiency, required Es/N0 dB)
 DVBS2_TABLE: dict[int, tuple[str, float, float]] = {
     1: ("QPSK 1/4", 0.490243, -2.35), 2: ("QPSK 1/3", 0.656448, -1.24),
     3: ("QPSK 2/5", 0.789412, -0.30), 4: ("QPSK 1/2", 0.988858, 1.00),

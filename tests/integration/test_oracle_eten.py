@@ -1,4 +1,4 @@
-"""Oracle ETEN (eten.md §1): the emulator writes a notice into the sender host's pinned BPF map for
+"""Oracle ETEN (ETEN report section 2): the emulator writes a notice into the sender host's pinned BPF map for
 every TCP data segment the link corrupts or erases, keyed by the segment's real header bytes.
 
 Each test mounts a fresh bpffs in its own temporary directory (unmounted afterwards, which drops

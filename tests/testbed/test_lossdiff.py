@@ -1,6 +1,6 @@
 """Loss differentiation over the real emulator (and gateway): sl_ecnld and sl_csumld.
 
-Short runs of the settings of scenarios/lossdiff-*.yaml (lossdiff.md parts A and C): bit errors on
+Short runs of the settings of scenarios/lossdiff-*.yaml (Garcia & Brunstrom 2004; the TCP-ECN paper): bit errors on
 the forward link are delivered (the receiver's kernel drops the segment on its bad checksum, so
 for a sender it is a loss like any other), and every sender is compared with sl_newreno, the
 reference that differs from both only in not classifying losses.
@@ -35,7 +35,7 @@ def run_all(sc_dict: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-# --- ECN-based discriminator (seed 004) ------------------------------------------------------
+# --- ECN-based discriminator (TCP-ECN) ------------------------------------------------------
 
 # 2 Mbit/s, 100 ms one way; RED/ECN at the gateway (its defaults: min_th 5, max_th 15 packets).
 ECN_LINK = {
@@ -128,7 +128,7 @@ def test_ecnld_still_backs_off_under_congestion(emulator_bin: Path) -> None:
     assert res["endhosts"]["srv1"]["sl_ecnld"]["cc"] not in AVAILABLE_CC.read_text().split()
 
 
-# --- receiver checksum loss differentiation (seed 001) ---------------------------------------
+# --- receiver checksum loss differentiation (Garcia & Brunstrom) ---------------------------------------
 
 
 def test_csumld_notices_and_insensitivity_to_ber(emulator_bin: Path) -> None:

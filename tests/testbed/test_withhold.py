@@ -1,6 +1,6 @@
 """Yang's reordering-robust receiver (endhosts/withhold) over the real emulator.
 
-Yang's 50 ms set, shortened (lossdiff.md B2): 1.5 Mbit/s, MSS 536, a 25 ms forward path and,
+Yang's 50 ms set, shortened (Yang 2001, section 5.1): 1.5 Mbit/s, MSS 536, a 25 ms forward path and,
 with probability 0.5 per packet, a second one 25 ms longer; one un-reordered 50 ms return path.
 The sender is the thesis's baseline: Reno without SACK, RACK, TLP or dynamic dupthresh, and
 without timestamps (no undo). No loss is configured and the receive window (64 segments) fits in

@@ -1,4 +1,4 @@
-"""Yang's reordering-robust receiver on the testbed (endhosts/withhold, lossdiff.md part B).
+"""Yang's reordering-robust receiver on the testbed (endhosts/withhold; Yang 2001, chapter 3).
 
 With `receiver.withhold` in a configuration, every host receiving one of its TCP flows runs
 satlab-withhold through its agent (kind `withhold`) for the ports of those flows. The program

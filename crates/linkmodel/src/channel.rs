@@ -7,7 +7,7 @@
 //! C/N_up = clear_sky_up - A_up, C/N_down = clear_sky_down - A_down (dB), and the total, used as
 //! Es/N0 by the receiver and by the ACM loop, is 1 / (1/cn_up + 1/cn_down) in linear terms.
 //!
-//! Optional downlink sky-noise rise (ITU-R P.618 section 2.5 / anchors.md section 6): rain of
+//! Optional downlink sky-noise rise (ITU-R P.618 section 2.5): rain of
 //! attenuation A both weakens the carrier and radiates noise; the receiver's noise temperature
 //! grows from the clear-sky system temperature T_sys by T_m (1 - 10^(-A/10)), T_m = 275 K, so the
 //! downlink C/N loses A + 10 log10(1 + T_m (1 - 10^(-A/10)) / T_sys) dB. (The clear-sky sky

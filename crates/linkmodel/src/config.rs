@@ -263,7 +263,7 @@ impl Default for DirectionConfig {
     }
 }
 
-/// Oracle ETEN (eten.md §1, the report's upper bound): for every IPv4 TCP segment with payload
+/// Oracle ETEN (ETEN report (BBN TR 8333) section 2, the report's upper bound): for every IPv4 TCP segment with payload
 /// that this direction corrupts or erases, the emulator writes a notice into the sender host's
 /// BPF map at once, without delay or loss (docs/emulator-contract.md "Oracle ETEN").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,4 +1,4 @@
-//! The identity of a TCP data segment: the key of an Oracle ETEN notice (eten.md §1, "Oracle
+//! The identity of a TCP data segment: the key of an Oracle ETEN notice (ETEN report (BBN TR 8333) section 2, "Oracle
 //! ETEN": the sender is told instantly and perfectly which segment the link lost).
 //!
 //! The key is 16 bytes laid out as the end hosts' BPF map key (`endhosts/bpf/`, docs/

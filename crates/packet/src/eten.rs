@@ -38,11 +38,11 @@
 //!   retransmit); UDP source port, destination port, length, checksum 0; zero otherwise.
 //! - MAC ([`flags::MAC`]): the first 16 bytes of HMAC-SHA256(key, message bytes 0..36 with the
 //!   checksum field set to zero), key shared per testbed (or per operator domain). A receiver
-//!   configured with a key drops notices without a valid MAC (eten.md §5: ICMP is unauthenticated;
+//!   configured with a key drops notices without a valid MAC (ETEN report section 7.1: ICMP is unauthenticated;
 //!   false reports cause needless retransmissions). [`Packet::mac_input`] gives the bytes to sign.
 //!
 //! A receiver should also apply the report's checks: the flow must exist, the sequence must be in
-//! the current window, and a sequence is retransmitted once per loss (eten.md §5 "Defenses").
+//! the current window, and a sequence is retransmitted once per loss (ETEN report section 7).
 
 use crate::{checksum, ip_proto, ipv4, Error, Result};
 use std::net::Ipv4Addr;

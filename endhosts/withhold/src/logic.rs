@@ -1,4 +1,4 @@
-//! The receiver's decisions for one TCP connection (Yang 2001, lossdiff.md part B1), free of any
+//! The receiver's decisions for one TCP connection (Yang 2001, thesis section 3.2), free of any
 //! packet I/O so that it can be tested with plain values.
 //!
 //! Inputs: every incoming data segment (`data`), every outgoing segment of the connection

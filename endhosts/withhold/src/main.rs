@@ -1,4 +1,4 @@
-//! satlab-withhold: the reordering-robust receiver of Yang 2001 (lossdiff.md part B) on an
+//! satlab-withhold: the reordering-robust receiver of Yang 2001 ("Improving the Performance of TCP in the Presence of Packet Reordering", chapter 3) on an
 //! unmodified Linux receiver. Two NFQUEUE rules in the receiving host's network namespace hand
 //! this program the flow's incoming segments (seen and accepted at once, before TCP processes
 //! them) and its outgoing segments (the ACKs, which it passes, holds, paces, rewrites or drops;

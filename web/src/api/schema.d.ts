@@ -1403,7 +1403,7 @@ export interface components {
             eten: components["schemas"]["EtenSender"];
             /**
              * Ecn Ld K
-             * @description sl_ecnld: a dupack loss is congestion when one of the last K ACKs carried ECE (seed 004: 'normally two previous marked packets is enough'), else wireless
+             * @description sl_ecnld: a dupack loss is congestion when one of the last K ACKs carried ECE (the TCP-ECN paper, section 3: 'normally two previous marked packets is enough'), else wireless
              * @default 2
              */
             ecn_ld_k: number;
@@ -1436,7 +1436,7 @@ export interface components {
         };
         /**
          * Withhold
-         * @description Yang's reordering-robust receiver (seed 002, lossdiff.md B1; endhosts/withhold): the
+         * @description Yang's reordering-robust receiver (Yang 2001, section 3.2; endhosts/withhold): the
          *     receiving host withholds dupACKs up to the largest reordering stride seen, through NFQUEUE.
          *     The open parameters of the thesis are chosen here (endhosts/README.md).
          */
