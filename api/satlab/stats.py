@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from scipy import stats
 
@@ -31,4 +32,11 @@ def mean_ci95(values: list[float]) -> Estimate:
     if n == 1:
         return Estimate(mean, None, 1)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return Estimate(mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n), n)
+    return Estimate(mean, t975(n - 1) * sd / math.sqrt(n), n)
+
+
+@lru_cache(maxsize=1024)
+def t975(df: int) -> float:
+    """Student's t 97.5 % quantile; cached, since scipy's ppf costs about 100 us a call and a
+    comparison document needs one per configuration, metric and point (make bench-api)."""
+    return float(stats.t.ppf(0.975, df))

@@ -1,5 +1,6 @@
-"""Oracle ETEN (ETEN report section 2): the emulator writes a notice into the sender host's pinned BPF map for
-every TCP data segment the link corrupts or erases, keyed by the segment's real header bytes.
+"""Oracle ETEN (ETEN report section 2): the emulator writes a notice into the sender host's pinned
+BPF map for every TCP data segment the link corrupts or erases, keyed by the segment's real header
+bytes.
 
 Each test mounts a fresh bpffs in its own temporary directory (unmounted afterwards, which drops
 every pin made there), creates the LRU hash with ``bpftool map create`` (BPF_MAP_CREATE), runs the

@@ -1,8 +1,9 @@
 """IP-ERN end hosts (endhosts/bpf/ern.bpf.c) through the real emulator and edge gateways.
 
-The paper's satellite hop (IP-ERN paper section 4, Fig. 12): 1 Mbit/s each way, 640 ms RTT, 1000-byte
-packets, a 20-packet drop-tail buffer at the gateway (the gateway paces at 0.97 x the link rate,
-so the bottleneck queue is its own). Timestamps off: the ERN option must be the first TCP option.
+The paper's satellite hop (IP-ERN paper section 4, Fig. 12): 1 Mbit/s each way, 640 ms RTT,
+1000-byte packets, a 20-packet drop-tail buffer at the gateway (the gateway paces at 0.97 x the link
+rate, so the bottleneck queue is its own). Timestamps off: the ERN option must be the first TCP
+option.
 
 - CUBIC alone fills the 20 packets and overflows them: retransmissions and tail drops.
 - sl_ern with the gateway's XCP router (claim T2): negotiated, the router's feedback echoed and

@@ -1,10 +1,9 @@
 """Loss differentiation over the real emulator (and gateway): sl_ecnld and sl_csumld.
 
-Short runs of the settings of scenarios/lossdiff-*.yaml (Garcia & Brunstrom 2004; the TCP-ECN paper): bit errors on
-the forward link are delivered (the receiver's kernel drops the segment on its bad checksum, so
-for a sender it is a loss like any other), and every sender is compared with sl_newreno, the
-reference that differs from both only in not classifying losses.
-"""
+Short runs of the settings of scenarios/lossdiff-*.yaml (Garcia & Brunstrom 2004; the TCP-ECN
+paper): bit errors on the forward link are delivered (the receiver's kernel drops the segment on its
+bad checksum, so for a sender it is a loss like any other), and every sender is compared with
+sl_newreno, the reference that differs from both only in not classifying losses."""
 
 import statistics
 from pathlib import Path
@@ -128,7 +127,7 @@ def test_ecnld_still_backs_off_under_congestion(emulator_bin: Path) -> None:
     assert res["endhosts"]["srv1"]["sl_ecnld"]["cc"] not in AVAILABLE_CC.read_text().split()
 
 
-# --- receiver checksum loss differentiation (Garcia & Brunstrom) ---------------------------------------
+# --- receiver checksum loss differentiation (Garcia & Brunstrom) -----------------------------
 
 
 def test_csumld_notices_and_insensitivity_to_ber(emulator_bin: Path) -> None:

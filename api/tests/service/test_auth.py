@@ -7,9 +7,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from satlab import db
-from satlab.service import auth
+from satlab.service import auth, runs
 
 from .conftest import Tokens, make_experiment
+from .runhelpers import ME, run_ids
 
 ROLES = ("viewer", "submitter", "admin")
 
@@ -139,3 +140,26 @@ def test_rate_limit_per_token(client: TestClient, tokens: Tokens) -> None:
     r = client.get("/api/whoami", headers=h)
     assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
     assert client.get("/api/whoami", headers=tokens.h("viewer")).status_code == 200  # per token
+
+
+def test_run_result_is_served_as_stored_and_only_within_scope(
+    client: TestClient, tokens: Tokens
+) -> None:
+    """GET /api/runs/{id}/result hands on the stored JSON text (one query, no re-encoding): the
+    same document, 404 before a result exists, and 404 to a token whose scope excludes it."""
+    exp = make_experiment(client, tokens, "ci-one", reps=1)
+    rid = run_ids(exp["experiment"]["id"])[0]  # type: ignore[index]
+    assert client.get(f"/api/runs/{rid}/result", headers=tokens.h("viewer")).status_code == 404
+    doc = {"schema": "satlab.run/1", "status": "ok", "flows": [], "name": "ü \u2028"}
+    with db.new_session() as s:
+        runs.claim(s, rid, ME)
+    with db.new_session() as s:
+        runs.finish(s, rid, ME, doc, None)
+    r = client.get(f"/api/runs/{rid}/result", headers=tokens.h("viewer"))
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == doc
+    with db.new_session() as s:
+        _, tok = auth.create_token(s, "ci", "viewer", scope=["other-*"])
+        s.commit()
+    r = client.get(f"/api/runs/{rid}/result", headers={"Authorization": f"Bearer {tok}"})
+    assert r.status_code == 404 and "does not exist" in r.text

@@ -50,10 +50,13 @@ def get_run(who: Viewer, session: DB, run_id: Id) -> RunOut:
     return RunOut.of(runs.get_visible(session, who, run_id))
 
 
-@router.get("/{run_id}/result", summary="The run result document (docs/run-result.md), no series")
-def get_result(who: Viewer, session: DB, run_id: Id) -> dict[str, Any]:
-    runs.get_visible(session, who, run_id)
-    return results.get_result(session, run_id)
+@router.get(
+    "/{run_id}/result",
+    summary="The run result document (docs/run-result.md), no series",
+    response_model=dict[str, Any],
+)
+def get_result(who: Viewer, session: DB, run_id: Id) -> Response:
+    return Response(runs.result_json(session, who, run_id), media_type="application/json")
 
 
 @router.get(
