@@ -230,6 +230,9 @@ pub struct DirectionConfig {
     pub downlink: HopConfig,
     pub queue: QueueConfig,
     pub bit_errors: BitErrorConfig,
+    /// Frames the PER draw fails near their MODCOD's threshold: delivered with residual bit
+    /// errors instead of erased (off when absent: every failed frame is erased).
+    pub failed_frames: Option<FailedFramesConfig>,
     pub reorder: ReorderConfig,
     /// Oracle ETEN: notify the TCP sender of every data segment this direction corrupts or erases
     /// through a pinned BPF map (off when absent).
@@ -257,6 +260,7 @@ impl Default for DirectionConfig {
             downlink: HopConfig::default(),
             queue: QueueConfig::default(),
             bit_errors: BitErrorConfig::default(),
+            failed_frames: None,
             reorder: ReorderConfig::default(),
             oracle_eten: None,
         }
@@ -525,6 +529,31 @@ impl Default for BitErrorConfig {
             pattern_file: None,
             record_file: None,
             action: CorruptionAction::Deliver,
+        }
+    }
+}
+
+/// A frame that fails decoding close to its MODCOD's threshold: the LDPC/BCH decoder gave up on
+/// a frame whose bits are mostly right, so the receiver passes its packets on with bit errors
+/// (whole packets carry no CRC of their own in GSE). Further below the threshold the frame is lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailedFramesConfig {
+    /// A failed frame whose Es/N0 is at most this far below its MODCOD's required Es/N0 is
+    /// delivered with bit errors; further below it is erased. dB.
+    #[schemars(range(min = 0.0, max = 10.0), extend("x-unit" = "dB"))]
+    pub corrupt_within_db: f64,
+    /// Bit error rate of the packets of such a frame (> 2e-4 when BCH, which corrects 8-12
+    /// errors per 64800-bit frame, failed too).
+    #[schemars(range(min = 0.0, max = 0.5))]
+    pub ber: f64,
+}
+
+impl Default for FailedFramesConfig {
+    fn default() -> Self {
+        FailedFramesConfig {
+            corrupt_within_db: 0.2,
+            ber: 1e-3,
         }
     }
 }

@@ -7,6 +7,8 @@
 //!                           time on a fixed-rate link
 //!         -> erasure.rs     the channel's verdict on each ended frame: erased with
 //!                           PER(MODCOD, Es/N0) (channel.rs, per.rs); its packets are lost
+//!                           (near the threshold, with `failed_frames`: delivered through a
+//!                           second, uniform bit-error stage instead)
 //!         -> bit_errors.rs  bit errors on the packets that survive; delivered, delivered
 //!                           corrupted or lost per `bit_errors.action`
 //!         -> reorder.rs     optional extra delay per delivered packet (overtaking)
@@ -27,11 +29,11 @@
 
 use crate::bit_errors::BitErrors;
 use crate::channel::Channel;
-use crate::config::{ConfigError, LinkConfig, LinkKind};
+use crate::config::{BitErrorConfig, BitErrorModel, ConfigError, LinkConfig, LinkKind};
 use crate::control::ControlCommand;
 use crate::delay::DelaySource;
 use crate::delay_line::DelayLine;
-use crate::erasure::{self, Erasure};
+use crate::erasure::{self, Erasure, Verdict};
 use crate::per::PerCurve;
 use crate::queue::Queue;
 use crate::reorder::Reorder;
@@ -50,7 +52,11 @@ pub(crate) struct LinkSetup {
     phy: Phy,
     /// PER curve per MODCOD row (empty on a fixed-rate link).
     curves: Vec<PerCurve>,
+    /// Per MODCOD row, the Es/N0 down to which a failed frame is corrupted, not erased.
+    corrupt_floors: Vec<f64>,
     bit_errors: BitErrors,
+    /// The bit errors of corrupted frames (`failed_frames`).
+    residual: Option<BitErrors>,
 }
 
 impl LinkSetup {
@@ -59,12 +65,13 @@ impl LinkSetup {
         let p = dir.as_str();
         let channel = Channel::from_config(&d.uplink, &d.downlink, p)?;
         let delay = DelaySource::from_config(cfg, d)?;
-        let (phy, curves) = match d.link_kind() {
-            LinkKind::Fixed => (Phy::fixed(d, p)?, Vec::new()),
+        let (phy, curves, corrupt_floors) = match d.link_kind() {
+            LinkKind::Fixed => (Phy::fixed(d, p)?, Vec::new(), Vec::new()),
             LinkKind::Dvbs2 | LinkKind::Rcs2 => {
                 let table = scheduler::modcod_table(d)?;
                 let curves = erasure::per_curves(&table, d)?;
-                (Phy::modcod(cfg, dir, table, &channel)?, curves)
+                let floors = erasure::corrupt_floors(&table, d);
+                (Phy::modcod(cfg, dir, table, &channel)?, curves, floors)
             }
         };
         let bit_errors = BitErrors::build(
@@ -73,12 +80,30 @@ impl LinkSetup {
             &format!("{p}.bit_errors"),
         )?
         .with_segment_keys(d.oracle_eten.is_some());
+        let residual = match &d.failed_frames {
+            Some(f) => Some(
+                BitErrors::build(
+                    &BitErrorConfig {
+                        model: BitErrorModel::Uniform,
+                        ber: f.ber,
+                        action: d.bit_errors.action,
+                        ..BitErrorConfig::default()
+                    },
+                    Rng::derive(cfg.seed, dir, Stream::FailedFrames),
+                    &format!("{p}.failed_frames"),
+                )?
+                .with_segment_keys(d.oracle_eten.is_some()),
+            ),
+            None => None,
+        };
         Ok(LinkSetup {
             channel,
             delay,
             phy,
             curves,
+            corrupt_floors,
             bit_errors,
+            residual,
         })
     }
 }
@@ -96,6 +121,7 @@ pub struct Direction {
     scheduler: Scheduler,
     erasure: Erasure,
     bit_errors: BitErrors,
+    residual: Option<BitErrors>,
     reorder: Option<Reorder>,
     line: DelayLine,
     /// Queue drops waiting for the next poll, and the time of the first.
@@ -118,7 +144,9 @@ impl Direction {
             delay,
             phy,
             curves,
+            corrupt_floors,
             mut bit_errors,
+            residual,
         } = LinkSetup::build(cfg, dir)?;
         if let Some(path) = &d.bit_errors.record_file {
             bit_errors.open_recorder(path)?;
@@ -129,8 +157,13 @@ impl Direction {
             delay,
             queue: Queue::new(d.queue.limit_packets, d.queue.limit_bytes),
             scheduler: Scheduler::new(phy, d.gse_label_bytes),
-            erasure: Erasure::new(curves, Rng::derive(cfg.seed, dir, Stream::Erasure)),
+            erasure: Erasure::new(
+                curves,
+                corrupt_floors,
+                Rng::derive(cfg.seed, dir, Stream::Erasure),
+            ),
             bit_errors,
+            residual,
             reorder: Reorder::new(&d.reorder, Rng::derive(cfg.seed, dir, Stream::Reorder)),
             line: DelayLine::new(),
             queue_drops: Vec::new(),
@@ -288,13 +321,17 @@ impl Direction {
     }
 
     /// Frame `f` has ended: the erasure stage judges it, then each packet whose last piece it
-    /// carried goes through the bit-error stage and reordering into the delay line, due when the
-    /// frame reaches the receiver.
+    /// carried goes through the bit-error stage (that of failed frames for a corrupted one) and
+    /// reordering into the delay line, due when the frame reaches the receiver.
     fn frame_ended(&mut self, f: &InFlight) {
         let arrival_ns = f.end_ns + self.delay.at(f.end_ns);
-        let erased = self.erasure.erased(f.modcod, &self.channel, arrival_ns);
+        let verdict = self.erasure.judge(f.modcod, &self.channel, arrival_ns);
+        let erased = verdict == Verdict::Erased;
         if erased {
             self.counters.frame_erasures += 1;
+        }
+        if verdict != Verdict::Decoded {
+            // A fragment in a failed frame: the reassembled packet fails GSE's CRC-32.
             self.scheduler.fragment_erased(f);
         }
         for (pkt, fragment_erased) in self.scheduler.completed() {
@@ -307,7 +344,10 @@ impl Direction {
                 self.line.push(arrival_ns, None, f.end_ns, lost);
                 continue;
             }
-            let outcome = self.bit_errors.pass(pkt);
+            let outcome = match (&mut self.residual, verdict) {
+                (Some(r), Verdict::Corrupted) => r.pass(pkt),
+                _ => self.bit_errors.pass(pkt),
+            };
             if is_corrupted(&outcome) {
                 self.counters.corrupted_packets += 1;
             }

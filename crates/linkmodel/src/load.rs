@@ -146,6 +146,7 @@ impl DirectionConfig {
         self.validate_hops(p)?;
         self.validate_queue(p)?;
         self.validate_bit_errors(p)?;
+        self.validate_failed_frames(p)?;
         self.validate_oracle_eten(p)?;
         self.validate_reorder(p)
     }
@@ -338,6 +339,20 @@ impl DirectionConfig {
                 format!("{bp}.pattern_file"),
                 "only used when bit_errors.model is pattern",
             ));
+        }
+        Ok(())
+    }
+
+    fn validate_failed_frames(&self, p: &str) -> Result<(), ConfigError> {
+        if let Some(f) = &self.failed_frames {
+            check_f64(
+                &format!("{p}.failed_frames.corrupt_within_db"),
+                f.corrupt_within_db,
+                0.0,
+                10.0,
+                " dB",
+            )?;
+            check_f64(&format!("{p}.failed_frames.ber"), f.ber, 0.0, 0.5, "")?;
         }
         Ok(())
     }

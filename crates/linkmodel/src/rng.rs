@@ -15,6 +15,8 @@ pub enum Stream {
     BitErrors = 2,
     /// Two-path choice and jitter (one or two draws per packet when enabled).
     Reorder = 3,
+    /// Residual bit errors of failed frames delivered (`failed_frames`).
+    FailedFrames = 4,
 }
 
 fn splitmix64(state: &mut u64) -> u64 {
