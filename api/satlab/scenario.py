@@ -9,15 +9,26 @@ Every number carries its unit in its name and has bounds; errors name the field 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from satlab.expectations import ExpectationSpec, Measure, same_value
 from satlab.schemes import SCHEMES
 
 SCHEMA_VERSION = 1
@@ -84,8 +95,63 @@ CC_DESCRIPTION = (
 )
 
 
+def _start_field() -> Any:
+    return Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description="when the sender starts, seconds after the run's start; less than the "
+        "scenario's duration_s",
+    )
+
+
+def _stop_field() -> Any:
+    return Field(
+        None,
+        gt=0,
+        le=3600,
+        description="when the sender stops, seconds after the run's start (greater than start_s, "
+        "at most the scenario's duration_s); absent: at its own end or the run's end. A TCP "
+        "sender then aborts its connection (what it had queued is not sent; a byte-count "
+        "transfer cut short is incomplete)",
+    )
+
+
+def _check_times(t: BulkTcp | ShortFlows | UdpCross) -> None:
+    if t.stop_s is not None and t.stop_s <= t.start_s:
+        raise ValueError(f"stop_s: {t.stop_s} must be greater than start_s ({t.start_s})")
+
+
+def check_traffic_times(i: int, t: BulkTcp | ShortFlows | UdpCross, duration_s: float) -> None:
+    """A traffic item's start and stop lie within the run."""
+    if t.start_s >= duration_s:
+        raise ValueError(
+            f"traffic.{i}.start_s: {t.start_s} must be less than duration_s ({duration_s})"
+        )
+    if t.stop_s is not None and t.stop_s > duration_s:
+        raise ValueError(
+            f"traffic.{i}.stop_s: {t.stop_s} must be at most duration_s ({duration_s})"
+        )
+
+
+MAX_HOPS = 8  # terrestrial hops of path.terrestrial
+MAX_CROSS_HOSTS = 8  # cross-traffic hosts at each end of one hop
+
+
+def _hop_field() -> Any:
+    return Field(
+        None,
+        ge=1,
+        le=MAX_HOPS,
+        description="carried between the cross hosts of this terrestrial hop (1-based, counted "
+        "from the servers: path.terrestrial); server and client then number that hop's cross "
+        "hosts; absent: between the servers and the clients, across the satellite",
+    )
+
+
 class BulkTcp(Strict):
-    """A bulk TCP transfer of an exact byte count, or for a duration."""
+    """A bulk TCP transfer of an exact byte count, or for a duration (counted from start_s).
+    Given bytes and stop_s, it stops at whichever comes first."""
 
     kind: Literal["bulk_tcp"]
     congestion_control: str | None = Field(
@@ -95,13 +161,17 @@ class BulkTcp(Strict):
     bytes: int | None = Field(None, ge=1, le=1 << 40)
     duration_s: float | None = Field(None, gt=0, le=3600)
     parallel: int = Field(1, ge=1, le=64, description="parallel connections for one user")
+    start_s: float = _start_field()
+    stop_s: float | None = _stop_field()
     client: int = Field(1, ge=1, le=16, description="which client host (1-based)")
     server: int = Field(1, ge=1, le=16)
+    hop: int | None = _hop_field()
 
     @model_validator(mode="after")
     def _one_stop_rule(self) -> BulkTcp:
         if (self.bytes is None) == (self.duration_s is None):
             raise ValueError("give exactly one of bytes or duration_s")
+        _check_times(self)
         return self
 
 
@@ -117,21 +187,51 @@ class ShortFlows(Strict):
     size_distribution: Literal["fixed", "exponential", "pareto"] = "exponential"
     mean_size_bytes: int = Field(ge=1, le=1 << 30)
     pareto_shape: float = Field(1.2, gt=1.0, le=10.0)
+    start_s: float = _start_field()
+    stop_s: float | None = _stop_field()
     client: int = Field(1, ge=1, le=16)
     server: int = Field(1, ge=1, le=16)
+    hop: int | None = _hop_field()
+
+    @model_validator(mode="after")
+    def _times(self) -> ShortFlows:
+        _check_times(self)
+        return self
 
 
 class UdpCross(Strict):
-    """UDP cross traffic at a constant rate, or exponential on/off (the ETEN report's)."""
+    """UDP cross traffic at a constant rate, or exponential on/off (the ETEN report's), sent
+    from start_s to stop_s (or the run's end). The rate is given in bit/s or as a share of the
+    link's capacity (background load as in the IP-ERN paper, section 6: 1, 10, 20 %)."""
 
     kind: Literal["udp_cbr", "udp_onoff"]
     direction: Literal["download", "upload"] = "download"
-    rate_bps: float = Field(gt=0, le=10e9)
-    packet_bytes: int = Field(1200, ge=28, le=1472)
+    rate_bps: float | None = Field(
+        None, gt=0, le=10e9, description="UDP payload rate while on; or give rate_share"
+    )
+    rate_share: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="rate while on as a share of the link's useful rate in the flow's direction "
+        "at the start of the run (the emulator's status), counting each datagram's IP and UDP "
+        "headers; or give rate_bps",
+    )
+    packet_bytes: int = Field(1200, ge=28, le=1472, description="UDP payload bytes")
     mean_on_s: float = Field(1.0, gt=0, le=600)
     mean_off_s: float = Field(1.0, gt=0, le=600)
+    start_s: float = _start_field()
+    stop_s: float | None = _stop_field()
     client: int = Field(1, ge=1, le=16)
     server: int = Field(1, ge=1, le=16)
+    hop: int | None = _hop_field()
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> UdpCross:
+        if (self.rate_bps is None) == (self.rate_share is None):
+            raise ValueError("give exactly one of rate_bps or rate_share")
+        _check_times(self)
+        return self
 
 
 Traffic = Annotated[BulkTcp | ShortFlows | UdpCross, Field(discriminator="kind")]
@@ -286,11 +386,83 @@ class Configuration(Strict):
         }
 
 
-class Sweep(Strict):
-    """One link parameter varied over values; `path` is a dotted path into `link`."""
+SweepCoordinate = bool | int | float | str
+# A run's sweep_value: its coordinate for one dimension, the list of both for two, None unswept.
+SweepValue = SweepCoordinate | list[SweepCoordinate] | None
+MAX_SWEEP_DIMENSIONS = 2
+MAX_SWEEP_POINTS = 100  # the product of the value lists; the plan limits then count runs
 
-    path: str = Field(pattern=r"^[a-z_][a-z0-9_.]*$", examples=["forward.bit_errors.ber"])
-    values: list[float | int | str] = Field(min_length=1, max_length=50)
+
+class Sweep(Strict):
+    """One scenario field varied over values. `path` is dotted from the scenario's top
+    (`link.forward.bit_errors.ber`, `hosts.settings.rack`, `traffic.0.bytes`,
+    `configurations.1.transport.ecn_ld_k`, `duration_s`); a path whose first key is not a
+    scenario field is taken inside `link` (`forward.bit_errors.ber`)."""
+
+    path: str = Field(pattern=r"^[a-z_][a-z0-9_.]*$", examples=["link.forward.bit_errors.ber"])
+    values: list[SweepCoordinate] = Field(min_length=1, max_length=50)
+
+
+class HopQueue(Strict):
+    """A hop's drop-tail queue, one per direction (the emulator's `queue`, emulator/CONFIG.md)."""
+
+    limit_packets: int = Field(1000, ge=1, le=10_000_000)
+    limit_bytes: int = Field(1_500_000, ge=64, le=1 << 34)
+
+
+class TerrestrialHop(Strict):
+    """One terrestrial hop: a wire with its own one-way delay, rate, drop-tail queue and optional
+    bit errors, emulated exactly by a satlab-emulator instance of its own (`kind: fixed`, both
+    directions) between two routers (satlab.testbed.hops). `bit_errors` is the direction toward
+    the clients (the satellite link's `forward`), `return_bit_errors` the one toward the servers.
+    The bounds are the emulator's; the emulator checks the whole hop link as it checks `link`."""
+
+    delay_ms: float = Field(ge=0, le=10000, description="one-way propagation delay of the hop")
+    rate_bps: float = Field(
+        ge=1e3, le=1e11, description="bit rate of each direction (whole Ethernet frames)"
+    )
+    queue: HopQueue = HopQueue()
+    bit_errors: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the emulator's bit_errors section (emulator/CONFIG.md) toward the clients; "
+        "absent: none",
+    )
+    return_bit_errors: dict[str, Any] = Field(
+        default_factory=dict, description="the same toward the servers; absent: none"
+    )
+    cross_hosts: int = Field(
+        0,
+        ge=0,
+        le=MAX_CROSS_HOSTS,
+        description="cross-traffic hosts at each end of the hop, on its two routers' LANs "
+        "(namespaces xNsI and xNcI for hop N), for traffic items with `hop: N`",
+    )
+
+    def link(self) -> dict[str, Any]:
+        """The hop's emulator configuration; the runner adds seed, ports, control, telemetry."""
+
+        def direction(bit_errors: dict[str, Any]) -> dict[str, Any]:
+            d: dict[str, Any] = {
+                "kind": "fixed",
+                "rate_bps": self.rate_bps,
+                "delay_ms": self.delay_ms,
+                "queue": self.queue.model_dump(),
+            }
+            if bit_errors:
+                d["bit_errors"] = copy.deepcopy(bit_errors)
+            return d
+
+        return {"forward": direction(self.bit_errors), "return": direction(self.return_bit_errors)}
+
+
+class NetworkPath(Strict):
+    """The path beyond the satellite link's edges."""
+
+    terrestrial: list[TerrestrialHop] = Field(
+        default_factory=list,
+        max_length=MAX_HOPS,
+        description="hops between the servers and the gw edge, in order from the servers",
+    )
 
 
 class Capture(Strict):
@@ -298,6 +470,25 @@ class Capture(Strict):
 
     snaplen_bytes: int = Field(128, ge=64, le=65535)
     max_bytes_per_host: int = Field(20_000_000, ge=10_000, le=1_000_000_000)
+
+
+class CiSubset(Strict):
+    """What `satlab reproduce --subset ci` changes (apply_subset): a shorter, smaller run."""
+
+    duration_s: float | None = Field(None, gt=0, le=300)
+    repetitions: int | None = Field(None, ge=1, le=10)
+    sweep_values: dict[str, list[SweepCoordinate]] | None = Field(
+        None,
+        max_length=MAX_SWEEP_DIMENSIONS,
+        description="by sweep path as written: keep only these values of that dimension",
+    )
+
+
+class Reproduction(Strict):
+    """The paper a scenario reproduces, and its CI-sized subset (absent: not in the CI subset)."""
+
+    paper: Literal["eten", "ipern", "garcia", "yang", "ecn", "product"]
+    ci: CiSubset | None = None
 
 
 # Scenario names become file names (exports, result directories): a letter or digit, then up to 63
@@ -331,11 +522,36 @@ class Scenario(Strict):
     link: dict[str, Any] = Field(
         default_factory=dict, description="the emulator configuration (emulator/CONFIG.md)"
     )
+    path: NetworkPath | None = Field(
+        None, description="terrestrial hops between the servers and the gw edge"
+    )
     hosts: Hosts = Hosts()
     traffic: list[Traffic] = Field(min_length=1, max_length=64)
     configurations: list[Configuration] = Field(min_length=1, max_length=32)
-    sweep: Sweep | None = None
+    sweep: Sweep | Annotated[list[Sweep], Field(min_length=1, max_length=2)] | None = Field(
+        None,
+        description="one dimension, or a list of up to two (runs: the product of the value "
+        f"lists, at most {MAX_SWEEP_POINTS} points); each run gets a copy of the scenario with "
+        "its values applied",
+    )
     capture: Capture | None = None
+    expectations: list[ExpectationSpec] = Field(
+        default_factory=list, max_length=100, description="claims checked on the comparison"
+    )
+    reproduction: Reproduction | None = None
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _dimensions(cls, v: Any) -> Any:
+        if isinstance(v, list) and not 1 <= len(v) <= MAX_SWEEP_DIMENSIONS:
+            raise ValueError(f"give 1 to {MAX_SWEEP_DIMENSIONS} dimensions, not {len(v)}")
+        return v
+
+    def sweeps(self) -> list[Sweep]:
+        """The sweep's dimensions (none, one or two)."""
+        if self.sweep is None:
+            return []
+        return self.sweep if isinstance(self.sweep, list) else [self.sweep]
 
     @model_validator(mode="after")
     def _references_exist(self) -> Scenario:
@@ -361,6 +577,9 @@ class Scenario(Strict):
                     f"configurations.{i}.receiver.withhold: needs hosts.settings.sack: false"
                 )
         for i, t in enumerate(self.traffic):
+            check_traffic_times(i, t, self.duration_s)
+            if t.hop is not None:
+                continue  # between a hop's cross hosts: _path_references
             if t.client > self.hosts.clients:
                 raise ValueError(
                     f"traffic.{i}.client: {t.client} > hosts.clients ({self.hosts.clients})"
@@ -369,6 +588,43 @@ class Scenario(Strict):
                 raise ValueError(
                     f"traffic.{i}.server: {t.server} > hosts.servers ({self.hosts.servers})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _path_references(self) -> Scenario:
+        hops = self.path.terrestrial if self.path else []
+        for i, t in enumerate(self.traffic):
+            if t.hop is None:
+                continue
+            if t.hop > len(hops):
+                raise ValueError(
+                    f"traffic.{i}.hop: {t.hop} > the hops of path.terrestrial ({len(hops)})"
+                )
+            have = hops[t.hop - 1].cross_hosts
+            for end in ("server", "client"):
+                if getattr(t, end) > have:
+                    raise ValueError(
+                        f"traffic.{i}.{end}: {getattr(t, end)} > "
+                        f"path.terrestrial.{t.hop - 1}.cross_hosts ({have}), the cross hosts "
+                        f"of hop {t.hop}"
+                    )
+            if getattr(t, "rate_share", None) is not None:
+                raise ValueError(
+                    f"traffic.{i}.rate_share: a share of the satellite link; cross traffic on "
+                    "a hop gives rate_bps"
+                )
+        for i, c in enumerate(self.configurations):
+            if hops and c.pep is not None:
+                raise ValueError(
+                    f"configurations.{i}.pep: the split-TCP PEP intercepts on the gw edge's LAN, "
+                    "which terrestrial hops (path.terrestrial) replace; not supported together yet"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _sweep_and_claims(self) -> Scenario:
+        check_sweep(self)
+        _check_claims(self)
         return self
 
 
@@ -397,12 +653,19 @@ class ScenarioError(ValueError):
 # a tag value of the client's may hold one, and each problem must stay one `field: reason` line.
 _LINE_BREAKS = "\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029"
 _ONE_LINE = {ord(c): repr(c)[1:-1] for c in _LINE_BREAKS}
+_FIELD_FIRST = re.compile(r"[a-z_][\w.]*: ")
 
 
 def format_validation_error(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(scenario)"
+        # The scenario's own checks across fields name the field first ("sweep.1.values.2: ..."):
+        # that is the line's field, as for any other error.
+        reason = str(e.get("ctx", {}).get("error", ""))
+        if not e["loc"] and e["type"] == "value_error" and _FIELD_FIRST.match(reason):
+            lines.append(reason.translate(_ONE_LINE))
+            continue
         lines.append(f"{where}: {e['msg']}".translate(_ONE_LINE))
     return "\n".join(lines)
 
@@ -462,6 +725,8 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: {err.strerror}") from None
     if isinstance(data, dict) and isinstance(data.get("link"), dict):
         data["link"] = resolve_link_paths(data["link"], path.parent)
+    if isinstance(data, dict) and isinstance(data.get("path"), dict):
+        data["path"] = resolve_link_paths(data["path"], path.parent)  # a hop's bit-error files
     return parse_scenario(data)
 
 
@@ -514,43 +779,257 @@ def json_schema() -> str:
 
 
 class RunSpec(BaseModel):
-    """One run: a configuration on the link with the sweep value applied, one repetition."""
+    """One run: a configuration at one sweep point, one repetition."""
 
     configuration: Configuration
-    sweep_value: float | int | str | None
+    sweep_value: SweepValue
     repetition: int
     seed: int
-    link: dict[str, Any]
+    link: dict[str, Any] = Field(
+        description="the run's emulator configuration (its scenario's link; the worker rewrites "
+        "its file references to where it put the files)"
+    )
+    scenario: Scenario | None = Field(
+        None,
+        description="the run's own scenario: a copy with the point's sweep values applied, "
+        "without sweep and expectations (None in runs queued before it was stored: their "
+        "sweeps varied the link only, so the experiment's scenario serves)",
+    )
 
 
-def set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    node = tree
-    for k in keys[:-1]:
-        node = node.setdefault(k, {})
-        if not isinstance(node, dict):
-            raise ScenarioError(f"sweep.path: {dotted!r} goes through a non-mapping at {k!r}")
-    node[keys[-1]] = value
+# Scenario fields a sweep may not vary, and why.
+NOT_SWEPT = {
+    "version": "the schema version",
+    "name": "it names the experiment",
+    "seed": "each repetition has its own; sweep points of one repetition share it",
+    "repetitions": "it counts the runs; set it instead",
+    "sweep": "the sweep itself",
+    "expectations": "the claims, not the experiment",
+    "reproduction": "metadata, not the experiment",
+}
+
+
+def sweep_keys(path: str) -> list[str]:
+    """A sweep path's keys from the scenario's top: one whose first key is no scenario field is
+    inside `link` (the v1 meaning)."""
+    keys = path.split(".")
+    return keys if keys[0] in Scenario.model_fields else ["link", *keys]
+
+
+def set_path(tree: dict[str, Any], path: str, value: Any) -> None:
+    """Sets `path` (a sweep path) in `tree`, a scenario as data. Inside `link`, which only the
+    emulator validates, missing mappings are made; elsewhere every key must name a field the tree
+    has and every index must be in range. A ScenarioError says where the path went wrong."""
+    keys = sweep_keys(path)
+    if keys[0] in NOT_SWEPT:
+        raise ScenarioError(f"{keys[0]} cannot be swept ({NOT_SWEPT[keys[0]]})")
+    if "" in keys:
+        raise ScenarioError(f"{path!r} has an empty key")
+    if keys[0] == "configurations" and keys[2:] == ["name"]:
+        raise ScenarioError(f"{path} cannot be swept (the comparison goes by configuration name)")
+    free = keys[0] == "link"
+    node: Any = tree
+    for depth, k in enumerate(keys):
+        here = ".".join(keys[: depth + 1])
+        last = depth == len(keys) - 1
+        index: int | str
+        if isinstance(node, list):
+            if not k.isdigit() or int(k) >= len(node):
+                raise ScenarioError(f"{here}: no item {k} (the list has {len(node)})")
+            index = int(k)
+        elif isinstance(node, dict):
+            if k not in node:
+                if not free:
+                    raise ScenarioError(f"{here} names no field of the scenario")
+                if not last:
+                    node[k] = {}
+            index = k
+        else:
+            above = ".".join(keys[:depth])
+            raise ScenarioError(
+                f"{path} goes through {above}, which is {json.dumps(node)}, not a mapping or list"
+            )
+        if last:
+            node[index] = value
+        else:
+            node = node[index]
+
+
+def _point_data(sc: Scenario) -> dict[str, Any]:
+    """The scenario as data, without what a single run has no use for."""
+    return sc.model_dump(mode="json", exclude={"sweep", "expectations", "reproduction"})
+
+
+def _parse_point(data: dict[str, Any], where: str) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ValueError(f"{where}: " + format_validation_error(err).replace("\n", "; ")) from None
+
+
+def check_sweep(sc: Scenario) -> None:
+    """Paths that name a field, at most MAX_SWEEP_POINTS points, and every value (alone, then in
+    every combination of two dimensions) giving a scenario that still parses."""
+    dims = sc.sweeps()
+    if not dims:
+        return
+
+    def where(i: int) -> str:
+        return f"sweep.{i}" if isinstance(sc.sweep, list) else "sweep"
+
+    targets: list[list[str]] = []
+    for i, d in enumerate(dims):
+        t = sweep_keys(d.path)
+        for j, other in enumerate(targets):
+            if t[: len(other)] == other or other[: len(t)] == t:
+                raise ValueError(f"{where(i)}.path: {d.path} overlaps {where(j)}.path")
+        targets.append(t)
+        for j, v in enumerate(d.values):
+            if any(same_value(v, x) for x in d.values[:j]):
+                raise ValueError(f"{where(i)}.values.{j}: {v!r} is there twice")
+    points = math.prod(len(d.values) for d in dims)
+    if points > MAX_SWEEP_POINTS:
+        shape = " x ".join(str(len(d.values)) for d in dims)
+        raise ValueError(f"sweep: {shape} = {points} points exceed the limit of {MAX_SWEEP_POINTS}")
+    base = _point_data(sc)
+    for i, d in enumerate(dims):
+        for j, v in enumerate(d.values):
+            data = copy.deepcopy(base)
+            try:
+                set_path(data, d.path, v)
+            except ScenarioError as err:
+                raise ValueError(f"{where(i)}.path: {err}") from None
+            _parse_point(data, f"{where(i)}.values.{j}")
+    if len(dims) == 2:  # values that parse alone may not together (a scheme and a host setting)
+        for (j0, v0), (j1, v1) in itertools.product(
+            enumerate(dims[0].values), enumerate(dims[1].values)
+        ):
+            data = copy.deepcopy(base)
+            set_path(data, dims[0].path, v0)
+            set_path(data, dims[1].path, v1)
+            _parse_point(data, f"sweep.0.values.{j0}, sweep.1.values.{j1}")
+
+
+def _check_coordinates(
+    where: str, path: str, wanted: list[Any], dims: dict[str, list[Any]]
+) -> None:
+    if path not in dims:
+        have = ", ".join(dims) or "the scenario has no sweep"
+        raise ValueError(f"{where}.{path}: not a sweep path as written ({have})")
+    if not wanted:
+        raise ValueError(f"{where}.{path}: give at least one value")
+    for v in wanted:
+        if not any(same_value(v, x) for x in dims[path]):
+            raise ValueError(f"{where}.{path}: {v!r} is not one of the sweep's values {dims[path]}")
+
+
+def _check_claims(sc: Scenario) -> None:
+    """Expectations name configurations and sweep points of the scenario; the CI subset keeps
+    values of its sweep."""
+    dims = {d.path: list(d.values) for d in sc.sweeps()}
+    names = [c.name for c in sc.configurations]
+    ids: set[str] = set()
+    for i, e in enumerate(sc.expectations):
+        if e.id in ids:
+            raise ValueError(f"expectations.{i}.id: {e.id!r} is used twice")
+        ids.add(e.id)
+        for c in Measure.parse(e.measure).configurations():
+            if c not in names:
+                raise ValueError(
+                    f"expectations.{i}.measure: {c!r} is not a configuration ({', '.join(names)})"
+                )
+        for path, v in (e.at or {}).items():
+            _check_coordinates(f"expectations.{i}.at", path, [v], dims)
+    ci = sc.reproduction.ci if sc.reproduction else None
+    for path, vs in (ci.sweep_values or {}).items() if ci else ():
+        _check_coordinates("reproduction.ci.sweep_values", path, vs, dims)
+
+
+def sweep_points(sc: Scenario) -> list[SweepValue]:
+    """Each sweep point's sweep_value, in run order (the last dimension varies fastest)."""
+    dims = sc.sweeps()
+    if not dims:
+        return [None]
+    if len(dims) == 1:
+        return list(dims[0].values)
+    return [list(p) for p in itertools.product(*(d.values for d in dims))]
+
+
+def point_scenario(sc: Scenario, value: SweepValue) -> Scenario:
+    """The scenario of one sweep point: a copy with the point's values applied, without the
+    sweep, the expectations and the reproduction section."""
+    dims = sc.sweeps()
+    data = _point_data(sc)
+    coords = value if len(dims) > 1 and isinstance(value, list) else [value][: len(dims)]
+    for d, v in zip(dims, coords, strict=True):
+        set_path(data, d.path, v)
+    return parse_scenario(data)
+
+
+def sweep_record(sc: Scenario, value: SweepValue) -> dict[str, Any] | None:
+    """A run result's `sweep`: {path, value} for one dimension, {paths, value: [v1, v2]} for two."""
+    dims = sc.sweeps()
+    if not dims:
+        return None
+    if len(dims) == 1:
+        return {"path": dims[0].path, "value": value}
+    return {"paths": [d.path for d in dims], "value": value}
 
 
 def expand_runs(sc: Scenario) -> list[RunSpec]:
     """Every run of the scenario. The seed depends on the repetition only, so all configurations
     (and sweep points) of one repetition see the same channel: same trace, same error pattern."""
-    values: list[float | int | str | None] = list(sc.sweep.values) if sc.sweep else [None]
+    points = [(v, point_scenario(sc, v)) for v in sweep_points(sc)]
     runs = []
     for rep in range(sc.repetitions):
-        for v in values:
-            link = copy.deepcopy(sc.link)
-            if sc.sweep is not None and v is not None:
-                set_path(link, sc.sweep.path, v)
-            for cfg in sc.configurations:
+        for v, point in points:
+            for cfg in point.configurations:
                 runs.append(
                     RunSpec(
                         configuration=cfg,
                         sweep_value=v,
                         repetition=rep,
                         seed=sc.seed + rep,
-                        link=link,
+                        link=point.link,
+                        scenario=point,
                     )
                 )
     return runs
+
+
+def drop_stale_claims(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a validated scenario as data whose sweep or configurations were then replaced:
+    an experiment's override, the CI subset) without the expectations that name a configuration
+    it no longer has or a sweep point it no longer runs."""
+    sweep = data.get("sweep")
+    dims = {d["path"]: d["values"] for d in (sweep if isinstance(sweep, list) else [sweep]) if d}
+    names = {c["name"] for c in data["configurations"]}
+
+    def fits(e: dict[str, Any]) -> bool:
+        return all(c in names for c in Measure.parse(e["measure"]).configurations()) and all(
+            p in dims and any(same_value(v, x) for x in dims[p])
+            for p, v in (e.get("at") or {}).items()
+        )
+
+    return {**data, "expectations": [e for e in data.get("expectations") or [] if fits(e)]}
+
+
+def apply_subset(sc: Scenario, subset: Literal["ci"]) -> Scenario:
+    """The scenario `satlab reproduce --subset ci` runs: reproduction.ci's duration, repetitions
+    and sweep values applied. Expectations at sweep points it no longer runs are left out."""
+    if subset != "ci":
+        raise ScenarioError(f"subset: {subset!r} is not a subset (ci)")
+    ci = sc.reproduction.ci if sc.reproduction else None
+    if ci is None:
+        raise ScenarioError(f"reproduction.ci: {sc.name} is not in the CI subset (none given)")
+    data = sc.model_dump(mode="json")
+    if ci.duration_s is not None:
+        data["duration_s"] = ci.duration_s
+    if ci.repetitions is not None:
+        data["repetitions"] = ci.repetitions
+    sweep = data["sweep"]
+    for d in sweep if isinstance(sweep, list) else [sweep] if sweep else []:
+        keep = (ci.sweep_values or {}).get(d["path"])
+        if keep is not None:
+            d["values"] = [v for v in d["values"] if any(same_value(v, k) for k in keep)]
+    return parse_scenario(drop_stale_claims(data))

@@ -6,6 +6,14 @@ parallel connections), `short` (N objects, sizes from a distribution, one connec
 (SIGTERM ends a sink or a duration-less sender cleanly). Times are CLOCK_MONOTONIC seconds, the same
 clock in every namespace, so sender and receiver times combine into completion times.
 
+Every sender takes `--start-at T` and `--stop-at T`, CLOCK_MONOTONIC times: it waits until the first
+before it connects or sends, and stops at the second. Absolute times on the shared clock keep a
+flow's schedule exact however long the process took to start (an interpreter start-up and an agent
+call are tens to hundreds of ms on a loaded machine). At its stop time a TCP sender aborts its
+connection (a reset: what it had queued but not sent never leaves; what is in the network still
+arrives), so the flow ends then rather than when a socket buffer has drained; a byte-count
+transfer cut short is reported incomplete.
+
 A data connection goes from the sending host to the receiving host's sink; a download is the server
 sending to the client. A completion is when the sender, after its last byte and a FIN, sees the
 sink's FIN: every byte was received by the application.
@@ -121,31 +129,67 @@ def _connect(dst: str, port: int, cc: str | None) -> tuple[socket.socket, float]
             time.sleep(0.05)
 
 
+def _left(t: float | None) -> float | None:
+    """Seconds until CLOCK_MONOTONIC time t (None: no such time)."""
+    return None if t is None else t - time.monotonic()
+
+
+def wait_until(t: float | None) -> None:
+    """Sleeps until CLOCK_MONOTONIC time t; a SIGTERM ends the wait."""
+    left = _left(t)
+    if left is not None and left > 0:
+        stopping.wait(left)
+
+
 def _send_bytes(
-    dst: str, port: int, cc: str | None, nbytes: int | None, until: float | None
+    dst: str,
+    port: int,
+    cc: str | None,
+    nbytes: int | None,
+    until: float | None,
+    stop_at: float | None = None,
 ) -> dict[str, Any]:
+    """One connection: writes nbytes (or until `until`), closes and waits for the sink's FIN;
+    at `stop_at` it aborts wherever it is."""
     t_start = time.monotonic()
     try:
         s, t_start = _connect(dst, port, cc)
     except OSError as exc:
         return {"t_start": t_start, "error": str(exc), "bytes_sent": 0, "complete": False}
+    sent = 0
     try:
         t_conn = time.monotonic()
         payload = memoryview(bytes(CHUNK))
-        sent = 0
-        s.settimeout(0.5)
+        ends = [t for t in (until, stop_at) if t is not None]
+        write_end = min(ends) if ends else None
         while not stopping.is_set():
             want = CHUNK if nbytes is None else min(CHUNK, nbytes - sent)
-            if want <= 0 or (until is not None and time.monotonic() >= until):
+            left = _left(write_end)
+            if want <= 0 or (left is not None and left <= 0):
                 break
+            # A full send buffer blocks at most until the end of writing, so a stop is on time.
+            s.settimeout(0.5 if left is None else min(0.5, left))
             try:
                 sent += s.send(payload[:want])
             except TimeoutError:
                 continue
         s.shutdown(socket.SHUT_WR)
-        s.settimeout(None if not stopping.is_set() else 1.0)
-        while s.recv(4096):
-            pass
+        # Then the sink's FIN: every byte was received. A SIGTERM (the run's end) gives it a
+        # second; the stop time cuts the wait.
+        while True:
+            left = _left(stop_at)
+            if stopping.is_set():
+                s.settimeout(1.0)
+            elif left is not None and left <= 0:
+                return _abort(s, t_start, t_conn, sent)
+            else:
+                s.settimeout(left)
+            try:
+                if not s.recv(4096):
+                    break
+            except TimeoutError:
+                if stopping.is_set():
+                    raise
         return {
             "t_start": t_start,
             "t_connected": t_conn,
@@ -155,13 +199,34 @@ def _send_bytes(
             "complete": nbytes is None or sent == nbytes,
         }
     except OSError as exc:
-        return {"t_start": t_start, "error": str(exc), "bytes_sent": 0, "complete": False}
+        return {"t_start": t_start, "error": str(exc), "bytes_sent": sent, "complete": False}
     finally:
         s.close()
 
 
+def _abort(s: socket.socket, t_start: float, t_conn: float, sent: int) -> dict[str, Any]:
+    """Ends a connection at its stop time with a reset (SO_LINGER 0), and its record."""
+    port = s.getsockname()[1]
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    return {
+        "t_start": t_start,
+        "t_connected": t_conn,
+        "t_stop": time.monotonic(),
+        "bytes_sent": sent,
+        "local_port": port,
+        "complete": False,
+    }
+
+
 def bulk(
-    dst: str, port: int, cc: str | None, parallel: int, nbytes: int | None, duration: float | None
+    dst: str,
+    port: int,
+    cc: str | None,
+    parallel: int,
+    nbytes: int | None,
+    duration: float | None,
+    stop_at: float | None = None,
 ) -> dict[str, Any]:
     until = time.monotonic() + duration if duration else None
     shares: list[int | None] = [None] * parallel
@@ -171,14 +236,21 @@ def bulk(
     results: list[dict[str, Any]] = [{} for _ in range(parallel)]
 
     def one(i: int) -> None:
-        results[i] = _send_bytes(dst, port, cc, shares[i], until)
+        results[i] = _send_bytes(dst, port, cc, shares[i], until, stop_at)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(parallel)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return {"mode": "bulk", "connections": results}
+    return _stopped({"mode": "bulk", "connections": results}, results)
+
+
+def _stopped(out: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result with `t_stop`, when the sender stopped on its stop time (the last of its
+    connections aborted then)."""
+    stops = [r["t_stop"] for r in records if "t_stop" in r]
+    return {**out, "t_stop": max(stops)} if stops else out
 
 
 def object_sizes(count: int, dist: str, mean: int, shape: float, seed: int) -> list[int]:
@@ -192,17 +264,23 @@ def object_sizes(count: int, dist: str, mean: int, shape: float, seed: int) -> l
     return [max(1, round(scale * rng.paretovariate(shape))) for _ in range(count)]
 
 
-def short(dst: str, port: int, cc: str | None, sizes: list[int]) -> dict[str, Any]:
-    flows = []
+def short(
+    dst: str, port: int, cc: str | None, sizes: list[int], stop_at: float | None = None
+) -> dict[str, Any]:
+    flows: list[dict[str, Any]] = []
     for size in sizes:
         if stopping.is_set():
             break
-        r = _send_bytes(dst, port, cc, size, None)
+        if stop_at is not None and time.monotonic() >= stop_at:  # between two objects
+            return {"mode": "short", "flows": flows, "t_stop": time.monotonic()}
+        r = _send_bytes(dst, port, cc, size, None, stop_at)
         r["size"] = size
         if "t_end" in r:
             r["fct_s"] = r["t_end"] - r["t_start"]
         flows.append(r)
-    return {"mode": "short", "flows": flows}
+        if "t_stop" in r:  # during one
+            break
+    return _stopped({"mode": "short", "flows": flows}, flows)
 
 
 def udp(
@@ -210,20 +288,22 @@ def udp(
     port: int,
     rate_bps: float,
     size: int,
-    duration: float,
+    duration: float | None,
     onoff: tuple[float, float] | None,
     seed: int,
+    stop_at: float | None = None,
 ) -> dict[str, Any]:
-    """Paced UDP; each datagram starts with a 64-bit sequence number so the sink counts losses."""
+    """Paced UDP for `duration` seconds or until `stop_at` (the earlier); each datagram starts
+    with a 64-bit sequence number so the sink counts losses."""
     rng = random.Random(seed)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     gap = size * 8 / rate_bps
     payload = bytearray(size)
     seq = sent_bytes = 0
     t0 = time.monotonic()
-    end = t0 + duration
+    end = min(t for t in (t0 + duration if duration else None, stop_at) if t is not None)
     next_send = t0
-    on_until = t0 + (rng.expovariate(1 / onoff[0]) if onoff else duration)
+    on_until = t0 + rng.expovariate(1 / onoff[0]) if onoff else end
     while not stopping.is_set() and next_send < end:
         now = time.monotonic()
         if now >= on_until and onoff:  # an off period, then a new on period
@@ -241,13 +321,16 @@ def udp(
         except OSError:
             pass  # a full local queue is a loss like any other
         next_send += gap
-    return {
+    out: dict[str, Any] = {
         "mode": "udp",
         "packets_sent": seq,
         "bytes_sent": sent_bytes,
         "t_start": t0,
         "t_end": time.monotonic(),
     }
+    if end == stop_at and not stopping.is_set():
+        out["t_stop"] = out["t_end"]
+    return out
 
 
 def main() -> None:
@@ -263,6 +346,8 @@ def main() -> None:
         p.add_argument("--port", type=int, required=True)
         p.add_argument("--cc")
         p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--start-at", type=float, help="CLOCK_MONOTONIC time to start at")
+        p.add_argument("--stop-at", type=float, help="CLOCK_MONOTONIC time to stop at")
         if name == "bulk":
             p.add_argument("--parallel", type=int, default=1)
             p.add_argument("--bytes", type=int)
@@ -275,19 +360,23 @@ def main() -> None:
         else:
             p.add_argument("--rate", type=float, required=True)
             p.add_argument("--size", type=int, default=1200)
-            p.add_argument("--duration", type=float, required=True)
+            p.add_argument("--duration", type=float)
             p.add_argument("--onoff", type=float, nargs=2)
     a = ap.parse_args()
+    if a.mode == "udp" and a.duration is None and a.stop_at is None:
+        ap.error("udp: give --duration or --stop-at")
+    if a.mode != "sink":
+        wait_until(a.start_at)
     if a.mode == "sink":
         out = sink(a.port)
     elif a.mode == "bulk":
-        out = bulk(a.dst, a.port, a.cc, a.parallel, a.bytes, a.duration)
+        out = bulk(a.dst, a.port, a.cc, a.parallel, a.bytes, a.duration, a.stop_at)
     elif a.mode == "short":
-        out = short(a.dst, a.port, a.cc, object_sizes(a.count, a.dist, a.mean, a.shape, a.seed))
+        sizes = object_sizes(a.count, a.dist, a.mean, a.shape, a.seed)
+        out = short(a.dst, a.port, a.cc, sizes, a.stop_at)
     else:
-        out = udp(
-            a.dst, a.port, a.rate, a.size, a.duration, tuple(a.onoff) if a.onoff else None, a.seed
-        )
+        onoff = tuple(a.onoff) if a.onoff else None
+        out = udp(a.dst, a.port, a.rate, a.size, a.duration, onoff, a.seed, a.stop_at)
     print(json.dumps(out), flush=True)
 
 

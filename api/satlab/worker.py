@@ -128,6 +128,12 @@ def execute_run(run_id: int, me: runs.WorkerIdentity | None = None) -> str | Non
         paths = file_store.materialize(files, workdir / "files")
         scenario_data["link"] = file_store.rewrite_paths(scenario_data.get("link", {}), paths)
         spec_data["link"] = file_store.rewrite_paths(spec_data.get("link", {}), paths)
+        # Terrestrial hops' files (bit-error patterns): the experiment's and the run's own scenario.
+        if scenario_data.get("path"):
+            scenario_data["path"] = file_store.rewrite_paths(scenario_data["path"], paths, "path")
+        if (own := spec_data.get("scenario")) and own.get("path"):
+            own_path = file_store.rewrite_paths(own["path"], paths, "path")
+            spec_data["scenario"] = {**own, "path": own_path}
         sc = parse_scenario(scenario_data)
         spec = RunSpec.model_validate(spec_data)
         hb.start()

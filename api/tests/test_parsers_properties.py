@@ -6,8 +6,9 @@
   expands to runs.
 - satlab.service.files.validate: any bytes give a row count or Invalid (422); files generated
   in each format are accepted with the right row count.
-- satlab.remote_cli.Expectation.parse: any string gives an Expectation or a CliError; generated
-  expressions parse to their parts and evaluate as their operator says.
+- satlab.expectations.Expectation.parse: any string gives an Expectation or an
+  ExpectationError; generated expressions parse to their parts and evaluate as their operator
+  says.
 
 Bounded (200 examples a property, no deadline): about ten seconds in all, no database.
 """
@@ -24,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from satlab.remote_cli import OPS, CliError, Expectation, evaluate
+from satlab.expectations import OPS, Expectation, ExpectationError, evaluate
 from satlab.scenario import Scenario, ScenarioError, expand_runs, parse_scenario
 from satlab.schemes import SCHEMES
 from satlab.service.errors import Invalid
@@ -215,7 +216,7 @@ def check_accepted(sc: Scenario) -> None:
         runs = expand_runs(sc.model_copy(update={"repetitions": 1}))
     except ScenarioError:
         return
-    n_values = len(sc.sweep.values) if sc.sweep else 1
+    n_values = math.prod(len(d.values) for d in sc.sweeps())
     assert len(runs) == n_values * len(sc.configurations)
 
 
@@ -450,8 +451,8 @@ finite = st.floats(allow_nan=False, allow_infinity=False)
 def test_any_string_is_an_expectation_or_a_cli_error(text: str) -> None:
     try:
         e = Expectation.parse(text)
-    except CliError as err:
-        assert err.code == 2 and repr(text) in str(err)
+    except ExpectationError as err:
+        assert repr(text) in str(err)
         return
     assert e.func in FUNCS and e.op in OPS and not math.isnan(e.value)
 

@@ -85,3 +85,59 @@ def test_relative_link_files_resolve_against_the_scenario(tmp_path: Path) -> Non
     sc = load_scenario(f)
     got = sc.link["forward"]["downlink"]["attenuation"]["file"]
     assert got == str(tmp_path / "traces/a.txt")
+
+
+def _with_traffic(item: dict[str, object], duration_s: float = 10) -> dict[str, object]:
+    return {**BASE, "duration_s": duration_s, "traffic": [item]}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"kind": "bulk_tcp", "bytes": 1000},
+        {"kind": "short_flows", "count": 3, "mean_size_bytes": 1000},
+        {"kind": "udp_cbr", "rate_bps": 1e6},
+    ],
+)
+def test_every_traffic_kind_takes_start_and_stop_times(item: dict[str, object]) -> None:
+    t = parse_scenario(_with_traffic({**item, "start_s": 2.5, "stop_s": 10})).traffic[0]
+    assert (t.start_s, t.stop_s) == (2.5, 10)
+    t = parse_scenario(_with_traffic(item)).traffic[0]
+    assert (t.start_s, t.stop_s) == (0, None)  # from the run's start to its own or the run's end
+    with pytest.raises(ScenarioError, match=r"stop_s: 2.0 must be greater than start_s \(3.0\)"):
+        parse_scenario(_with_traffic({**item, "start_s": 3, "stop_s": 2}))
+    with pytest.raises(ScenarioError, match=r"start_s: Input should be greater than or equal to 0"):
+        parse_scenario(_with_traffic({**item, "start_s": -1}))
+
+
+def test_start_and_stop_lie_within_the_run() -> None:
+    bulk = {"kind": "bulk_tcp", "duration_s": 5}
+    with pytest.raises(
+        ScenarioError, match=r"traffic.0.start_s: 10.0 must be less than duration_s \(10.0\)"
+    ):
+        parse_scenario(_with_traffic({**bulk, "start_s": 10}))
+    with pytest.raises(
+        ScenarioError, match=r"traffic.0.stop_s: 10.5 must be at most duration_s \(10.0\)"
+    ):
+        parse_scenario(_with_traffic({**bulk, "stop_s": 10.5}))
+    # A bulk flow given bytes and a stop time stops at whichever comes first: both are accepted.
+    parse_scenario(_with_traffic({"kind": "bulk_tcp", "bytes": 10**6, "stop_s": 4, "parallel": 4}))
+
+
+def test_udp_takes_a_rate_or_a_share_of_the_capacity() -> None:
+    t = parse_scenario(_with_traffic({"kind": "udp_cbr", "rate_share": 0.1})).traffic[0]
+    assert t.rate_share == 0.1 and t.rate_bps is None
+    for both_or_none in ({"rate_bps": 1e6, "rate_share": 0.1}, {}):
+        with pytest.raises(
+            ScenarioError,
+            match="udp_onoff: Value error, give exactly one of rate_bps or rate_share",
+        ):
+            parse_scenario(_with_traffic({"kind": "udp_onoff", **both_or_none}))
+    with pytest.raises(
+        ScenarioError, match="traffic.0.udp_cbr.rate_share: Input should be less than or equal to 1"
+    ):
+        parse_scenario(_with_traffic({"kind": "udp_cbr", "rate_share": 1.5}))
+    with pytest.raises(
+        ScenarioError, match="traffic.0.udp_cbr.rate_share: Input should be greater than 0"
+    ):
+        parse_scenario(_with_traffic({"kind": "udp_cbr", "rate_share": 0}))

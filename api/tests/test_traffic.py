@@ -9,6 +9,8 @@ import time
 
 from satlab.traffic import object_sizes
 
+TOL_S = 0.1
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -83,3 +85,63 @@ def test_object_sizes_follow_the_requested_mean() -> None:
     assert object_sizes(5, "exponential", 100, 1.2, seed=1) == object_sizes(
         5, "exponential", 100, 1.2, seed=1
     )
+
+
+def test_senders_start_and_stop_at_their_times() -> None:
+    """Absolute CLOCK_MONOTONIC start and stop times, whenever the process started. On loopback
+    a byte takes microseconds, so the sink sees each flow within a few ms of its times (TOL_S
+    allows for a loaded machine's scheduling)."""
+    port = _free_port()
+    sink = _gen("sink", "--port", str(port))
+    try:
+        time.sleep(0.5)
+        # Late enough for three interpreters to be up even on a heavily loaded machine (2 s
+        # seen at a load of 15 on 2 cores); a sender up late would start late.
+        t0 = time.monotonic() + 4
+        common = ["--dst", "127.0.0.1", "--port", str(port)]
+        bulk = _gen(
+            "bulk",
+            *common,
+            "--duration",
+            "5",
+            "--start-at",
+            repr(t0 + 1),
+            "--stop-at",
+            repr(t0 + 2),
+        )
+        # A byte count far beyond what loopback carries in 1.5 s: the stop time comes first.
+        cut = _gen(
+            "bulk",
+            *common,
+            "--bytes",
+            str(1 << 40),
+            "--parallel",
+            "2",
+            "--start-at",
+            repr(t0 + 0.5),
+            "--stop-at",
+            repr(t0 + 1.5),
+        )
+        udp = _gen(
+            "udp", *common, "--rate", "1e6", "--start-at", repr(t0 + 0.5), "--stop-at", repr(t0 + 1)
+        )
+        outs = [json.loads(p.communicate(timeout=30)[0]) for p in (bulk, cut, udp)]
+    finally:
+        sink.send_signal(signal.SIGTERM)
+    got = json.loads(sink.communicate(timeout=10)[0])
+    bulk_out, cut_out, udp_out = outs
+    (conn,) = bulk_out["connections"]
+    assert abs(conn["t_start"] - (t0 + 1)) < TOL_S and abs(bulk_out["t_stop"] - (t0 + 2)) < TOL_S
+    assert not conn["complete"]  # a duration flow stopped before its duration is not whole
+    assert not any(c["complete"] for c in cut_out["connections"])
+    assert abs(cut_out["t_stop"] - (t0 + 1.5)) < TOL_S
+    by_port = {int(c["peer"].rsplit(":", 1)[1]): c for c in got["connections"]}
+    seen = by_port[conn["local_port"]]
+    assert abs(seen["t_first"] - (t0 + 1)) < TOL_S and abs(seen["t_last"] - (t0 + 2)) < TOL_S
+    assert 0 < seen["bytes"] <= conn["bytes_sent"]  # what was still queued at the reset is not
+    assert (
+        abs(udp_out["t_start"] - (t0 + 0.5)) < TOL_S and abs(udp_out["t_stop"] - (t0 + 1)) < TOL_S
+    )
+    assert abs(got["udp"]["t_first"] - (t0 + 0.5)) < TOL_S
+    assert abs(got["udp"]["t_last"] - (t0 + 1)) < TOL_S
+    assert 51 <= udp_out["packets_sent"] <= 54  # 1 Mbit/s of 1200-byte packets for 0.5 s: 52.1

@@ -12,6 +12,10 @@ When g >= 1 the baseline's mean is not distinguishable from 0 and the interval i
 (returned as null bounds); with fewer than 2 repetitions on either side there is no interval.
 Taking the smaller sample's degrees of freedom is conservative against Welch-Satterthwaite.
 The difference of means with a Welch interval is given too.
+
+Sweep points are keyed by the runs' sweep_value: a scalar for one dimension, the list of both
+values for two. `verdicts` judges the scenario's expectations (satlab.expectations) on these
+comparisons.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from typing import Any
 
 from scipy import stats as sstats
 
+from satlab import expectations
+from satlab.metrics import METRICS
 from satlab.service.errors import Invalid
-from satlab.service.results import METRICS
+from satlab.stats import t975
 
 
 def _mean_var(xs: list[float]) -> tuple[float, float]:
@@ -43,7 +49,7 @@ def fieller(a: list[float], b: list[float]) -> dict[str, float | None]:
     if len(a) < 2 or len(b) < 2:
         return {"ratio": r, "low": None, "high": None}
     va, vb = sa2 / len(a), sb2 / len(b)
-    t = float(sstats.t.ppf(0.975, min(len(a), len(b)) - 1))
+    t = t975(min(len(a), len(b)) - 1)
     g = t * t * vb / (mb * mb)
     if g >= 1:
         return {"ratio": r, "low": None, "high": None}
@@ -108,3 +114,20 @@ def compare(
             )
         points.append({"sweep_value": group[0]["sweep_value"], "configurations": entries})
     return {"baseline": baseline, "metrics": metrics, "points": points}
+
+
+def verdicts(rows: list[dict[str, Any]], spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The expectations of `spec` (an experiment's scenario as data) judged on `rows`
+    (results.aggregate): one comparison per baseline the measures name."""
+    specs = [expectations.ExpectationSpec.model_validate(e) for e in spec.get("expectations") or []]
+    sweep = spec.get("sweep")
+    paths = [d["path"] for d in (sweep if isinstance(sweep, list) else [sweep] if sweep else [])]
+    configs = list(dict.fromkeys(r["configuration"] for r in rows))
+
+    def comparison_for(baseline: str | None) -> dict[str, Any] | None:
+        base = baseline or (configs[0] if configs else None)
+        if base is None or base not in configs:
+            return None
+        return compare(rows, base)
+
+    return expectations.verdicts(specs, paths, comparison_for)

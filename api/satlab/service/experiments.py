@@ -12,15 +12,16 @@ repetitions) becomes runs, each queued as one job.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from satlab.scenario import Sweep, expand_runs
+from satlab.scenario import Sweep, drop_stale_claims, expand_runs
 from satlab.service import events, limits, links, queue, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, NotFound
@@ -40,7 +41,9 @@ class ExperimentIn(BaseModel):
     configurations: list[str] | None = Field(
         None, min_length=1, max_length=32, description="a subset of the scenario's; default all"
     )
-    sweep: Sweep | None = Field(None, description="replaces the scenario's sweep")
+    sweep: Sweep | Annotated[list[Sweep], Field(min_length=1, max_length=2)] | None = Field(
+        None, description="replaces the scenario's sweep (one dimension or a list of two)"
+    )
     repetitions: int | None = Field(None, ge=1, le=100, description="replaces the scenario's")
 
 
@@ -59,10 +62,18 @@ def _effective_spec(rev: ScenarioRevision, body: ExperimentIn) -> dict[str, Any]
     if errors:
         raise Invalid(errors)
     if body.sweep is not None:
-        spec["sweep"] = body.sweep.model_dump(mode="json")
+        spec["sweep"] = (
+            [d.model_dump(mode="json") for d in body.sweep]
+            if isinstance(body.sweep, list)
+            else body.sweep.model_dump(mode="json")
+        )
+        # Its CI subset names the scenario's own sweep values.
+        spec["reproduction"] = None
     if body.repetitions is not None:
         spec["repetitions"] = body.repetitions
-    return spec
+    # Expectations about configurations or sweep points this experiment does not run are left
+    # out (its verdicts cover the rest).
+    return drop_stale_claims(spec)
 
 
 def setup_overhead_s(session: Session) -> tuple[float, str]:
@@ -98,12 +109,21 @@ def plan(session: Session, who: Principal, body: ExperimentIn) -> dict[str, Any]
     overhead, source = setup_overhead_s(session)
     per_run = spec.duration_s + overhead
     # Counted before anything is expanded: a plan over the limits costs nothing.
-    n_values = len(spec.sweep.values) if spec.sweep else 1
+    dims = spec.sweeps()
+    n_values = math.prod(len(d.values) for d in dims)
     n_runs = len(spec.configurations) * n_values * spec.repetitions
     shape = (
-        f"{len(spec.configurations)} configurations x {n_values} sweep.values x "
-        f"{spec.repetitions} repetitions"
+        f"{len(spec.configurations)} configurations x "
+        + "".join(
+            f"{len(d.values)} sweep{'' if len(dims) == 1 else f'.{i}'}.values x "
+            for i, d in enumerate(dims)
+        )
+        + f"{spec.repetitions} repetitions"
     )
+    # A swept duration_s: the mean of its values.
+    for d in dims:
+        if d.path == "duration_s":
+            per_run = sum(float(v) for v in d.values) / len(d.values) + overhead
     limits.check_plan(session, who, n_runs, n_runs * per_run, shape)
     expanded = links.expanded_links(spec)
     runs = expand_runs(spec)

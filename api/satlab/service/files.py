@@ -275,7 +275,7 @@ def list_files(
 
 
 def resolve_refs(
-    session: Session, link: Any, hashes: dict[str, str] | None = None
+    session: Session, link: Any, hashes: dict[str, str] | None = None, where: str = "link"
 ) -> dict[str, int]:
     """The upload of every file the link names: the one with the content hash in `hashes` (a
     revision's pins), else the newest of that name. Invalid naming each field whose file was
@@ -283,7 +283,7 @@ def resolve_refs(
     hashes = hashes or {}
     pinned: dict[str, int] = {}
     errors = []
-    for where, _, name in link_file_refs(link):
+    for field, _, name in link_file_refs(link, where):
         if name in pinned:
             continue
         q = select(UploadedFile.id).where(UploadedFile.name == name)
@@ -292,7 +292,7 @@ def resolve_refs(
         row_id = session.scalar(q.order_by(UploadedFile.id.desc()).limit(1))
         if row_id is None:
             errors.append(
-                f"{where}: no uploaded file named {name!r} "
+                f"{field}: no uploaded file named {name!r} "
                 "(upload it first: POST /api/files?name=...&kind=...)"
             )
         else:
@@ -325,11 +325,11 @@ def materialize(rows: dict[str, UploadedFile | None], root: Path) -> dict[str, s
     return paths
 
 
-def rewrite_paths(link: Any, paths: dict[str, str]) -> Any:
+def rewrite_paths(link: Any, paths: dict[str, str], where: str = "link") -> Any:
     """The link with every file reference replaced by its path on disk. A reference that is not
     one of the materialised uploads is refused (Invalid naming the field), never passed on: the
     emulator runs as root and would read whatever path it was given."""
-    return map_link_files(link, lambda where, name: _materialised(paths, name, where))
+    return map_link_files(link, lambda field, name: _materialised(paths, name, field), where)
 
 
 def _materialised(paths: dict[str, str], name: str, where: str) -> str:

@@ -1,10 +1,13 @@
-"""The links a scenario expands to (one per sweep value), their file references pinned to
+"""The links a scenario expands to (one per sweep point), their file references pinned to
 uploads, and the emulator's own check of each.
 
 Every file reference of every expanded link (the base link, each sweep value, an experiment's
 sweep override) must name an upload; nothing else reaches the emulator, which reads the files it is
 given. The check runs `satlab-emulator --check` on a temporary copy of exactly those uploads, so its
 error messages can quote only content the caller uploaded.
+
+A scenario's terrestrial hops (`path.terrestrial`) are emulator links too (satlab.testbed.hops):
+each goes through the same pinning and the same check, and their errors name the hop.
 """
 
 from __future__ import annotations
@@ -24,13 +27,36 @@ from satlab.service.models import UploadedFile
 from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
 
 
+class Link(dict[str, Any]):
+    """An emulator configuration and the scenario field it comes from, which its errors name:
+    `link` (the satellite link), or `path.terrestrial.N` (a terrestrial hop's emulator link)."""
+
+    def __init__(self, config: dict[str, Any], where: str = "link") -> None:
+        super().__init__(config)
+        self.where = where
+
+
+def _where(link: dict[str, Any]) -> str:
+    return link.where if isinstance(link, Link) else "link"
+
+
+def hop_links(spec: ScenarioSpec) -> list[Link]:
+    hops = spec.path.terrestrial if spec.path else []
+    return [Link(h.link(), f"path.terrestrial.{i}") for i, h in enumerate(hops)]
+
+
 def expanded_links(spec: ScenarioSpec) -> list[dict[str, Any]]:
-    """The distinct links of the scenario's runs (one per sweep value)."""
+    """The distinct links of the scenario's runs (one per sweep point that changes the link),
+    then the distinct links of their terrestrial hops."""
     try:
         runs = expand_runs(spec.model_copy(update={"repetitions": 1}))
     except ScenarioError as err:  # a sweep path through a non-mapping
         raise Invalid(str(err)) from None
-    distinct = {json.dumps(r.link, sort_keys=True): r.link for r in runs}
+    distinct: dict[tuple[str, str], dict[str, Any]] = {}
+    for link in [Link(r.link) for r in runs] + [
+        h for r in runs for h in hop_links(r.scenario or spec)
+    ]:
+        distinct[(link.where, json.dumps(link, sort_keys=True))] = link
     return list(distinct.values())
 
 
@@ -41,7 +67,7 @@ def pin_files(
     pinned (`hashes`), else the newest upload of the name."""
     pinned: dict[str, int] = {}
     for link in links:
-        pinned.update(files.resolve_refs(session, link, hashes))
+        pinned.update(files.resolve_refs(session, link, hashes, _where(link)))
     return pinned
 
 
@@ -60,7 +86,7 @@ def check_with_emulator(
             try:
                 check_link(files.rewrite_paths(link, paths))
             except LinkConfigError as err:
-                raise Invalid([f"link: {err}".replace(tmp + "/", "")]) from None
+                raise Invalid([f"{_where(link)}: {err}".replace(tmp + "/", "")]) from None
 
 
 def pin_and_check(session: Session, spec: ScenarioSpec) -> dict[str, str]:

@@ -158,7 +158,7 @@ class Run(Base):
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
     index: Mapped[int] = mapped_column(Integer)  # position in the matrix, 0-based
     configuration: Mapped[str] = mapped_column(String(40))
-    sweep_value: Mapped[Any] = mapped_column(JSONB)  # number, string or null
+    sweep_value: Mapped[Any] = mapped_column(JSONB)  # a scalar, [v1, v2] (two dimensions) or null
     repetition: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(BigInteger)
     spec: Mapped[dict[str, Any]] = mapped_column(JSONB)  # satlab.scenario.RunSpec

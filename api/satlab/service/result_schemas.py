@@ -4,9 +4,11 @@ satlab.service.results and satlab.service.comparisons return."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
-SweepValue = float | int | str | None
+from satlab.scenario import SweepCoordinate, SweepValue
 
 
 class MetricAggregate(BaseModel):
@@ -90,3 +92,22 @@ class ArtifactInfo(BaseModel):
     name: str
     content_type: str
     size_bytes: int
+
+
+class VerdictOut(BaseModel):
+    """One scenario expectation judged on the comparison (satlab.expectations)."""
+
+    id: str
+    claim: str
+    source: dict[str, str] = Field(description="paper, and section, figure or table if given")
+    measure: str = Field(description="FUNC(METRIC, CONFIG[/BASELINE])")
+    at: dict[str, SweepCoordinate] | None = Field(description="the sweep point; null: every point")
+    band: list[float] = Field(description="[low, high]: the claim holds when the mean lies in it")
+    direction: Literal[">", "<"] | None
+    neutral: float | None
+    verdict: Literal["holds", "direction", "fails", "no-data"]
+    mean: float | None = Field(description="the measured mean at the deciding point")
+    ci: list[float] | None = Field(description="its 95% interval [low, high]; null: none")
+    n: int = Field(description="repetitions behind it (the smaller side of a ratio)")
+    note: str = Field(description="the value at every point judged, or why there is none")
+    linux_note: str | None

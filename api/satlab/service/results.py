@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import mimetypes
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +28,12 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from satlab.metrics import METRICS
 from satlab.service.errors import Invalid, NotFound
 from satlab.service.models import Artifact, Experiment, Result, Run, Series
 from satlab.settings import get_settings
 from satlab.stats import mean_ci95
 
-METRICS = (
-    "goodput_bps",
-    "total_goodput_bps",
-    "completion_s",
-    "mean_fct_s",
-    "retransmissions",
-    "jain_fairness",
-)
 TCP_FIELDS = (
     "cwnd",
     "ssthresh",
@@ -179,13 +174,6 @@ def store(session: Session, run: Run, doc: dict[str, Any]) -> dict[str, float | 
     return summary
 
 
-def get_result(session: Session, run_id: int) -> dict[str, Any]:
-    res = session.get(Result, run_id)
-    if res is None:
-        raise NotFound(f"run {run_id} has no result (yet)")
-    return res.document
-
-
 def list_series(session: Session, run_id: int) -> list[dict[str, Any]]:
     rows = session.execute(
         select(Series.name, Series.n).where(Series.run_id == run_id).order_by(Series.name)
@@ -235,24 +223,35 @@ def downsample(
 
 
 def _key(v: Any) -> str:
-    return repr(v)
+    return repr(v)  # a sweep value: a number, a string, a bool or (two dimensions) a list
 
 
 def aggregate(session: Session, exp: Experiment) -> list[dict[str, Any]]:
     """Per configuration and sweep value (matrix order): runs, successful runs, and each
     headline metric as mean with a 95% interval over the repetitions."""
     runs = session.scalars(select(Run).where(Run.experiment_id == exp.id).order_by(Run.index)).all()
-    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    return aggregate_rows(
+        (r.configuration, r.sweep_value, r.summary if r.state == "succeeded" else None)
+        for r in runs
+    )
+
+
+def aggregate_rows(
+    runs: Iterable[tuple[str, Any, dict[str, Any] | None]],
+) -> list[dict[str, Any]]:
+    """aggregate's rows from (configuration, sweep value, headline summary or None for a run
+    that did not succeed) in run order; `satlab run` passes its local runs' results."""
+    groups: dict[tuple[str, str], list[dict[str, Any] | None]] = defaultdict(list)
     order: list[tuple[str, Any]] = []
-    for r in runs:
-        k = (r.configuration, _key(r.sweep_value))
+    for cfg, sv, summary in runs:
+        k = (cfg, _key(sv))
         if k not in groups:
-            order.append((r.configuration, r.sweep_value))
-        groups[k].append(r)
+            order.append((cfg, sv))
+        groups[k].append(summary)
     rows = []
     for cfg, sv in order:
         rs = groups[(cfg, _key(sv))]
-        ok = [r for r in rs if r.state == "succeeded" and r.summary]
+        ok = [s for s in rs if s]
         row: dict[str, Any] = {
             "configuration": cfg,
             "sweep_value": sv,
@@ -261,7 +260,7 @@ def aggregate(session: Session, exp: Experiment) -> list[dict[str, Any]]:
             "metrics": {},
         }
         for m in METRICS:
-            vals = [float(r.summary[m]) for r in ok if r.summary and r.summary.get(m) is not None]
+            vals = [float(s[m]) for s in ok if s.get(m) is not None]
             est = mean_ci95(vals)
             row["metrics"][m] = {
                 "mean": None if est.n == 0 else est.mean,
@@ -271,6 +270,13 @@ def aggregate(session: Session, exp: Experiment) -> list[dict[str, Any]]:
             }
         rows.append(row)
     return rows
+
+
+def csv_sweep_value(v: Any) -> Any:
+    """A sweep value in a CSV cell: as is, empty when unswept, JSON for two dimensions."""
+    if v is None:
+        return ""
+    return json.dumps(v) if isinstance(v, list) else v
 
 
 def runs_csv(session: Session, exp: Experiment) -> str:
@@ -295,7 +301,7 @@ def runs_csv(session: Session, exp: Experiment) -> str:
             [
                 r.id,
                 r.configuration,
-                "" if r.sweep_value is None else r.sweep_value,
+                csv_sweep_value(r.sweep_value),
                 r.repetition,
                 r.seed,
                 r.state,
@@ -326,7 +332,7 @@ def aggregate_csv(rows: list[dict[str, Any]]) -> str:
             w.writerow(
                 [
                     row["configuration"],
-                    "" if row["sweep_value"] is None else row["sweep_value"],
+                    csv_sweep_value(row["sweep_value"]),
                     row["runs"],
                     row["succeeded"],
                     m,

@@ -7,7 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from satlab.scenario import Configuration
+from satlab.scenario import Configuration, SweepValue
 from satlab.service import models
 
 T = TypeVar("T")
@@ -108,7 +108,7 @@ class RunOut(BaseModel):
     experiment_id: int
     index: int
     configuration: str
-    sweep_value: float | int | str | None
+    sweep_value: SweepValue = Field(description="one dimension: the value; two: [v1, v2]")
     repetition: int
     seed: int
     state: str

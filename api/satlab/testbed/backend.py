@@ -18,13 +18,18 @@ KINDS = ("namespaces", "containers")
 
 
 def create_testbed(
-    servers: int = 1, clients: int = 1, mtu: int = 1500, gateway: bool = False
+    servers: int = 1,
+    clients: int = 1,
+    mtu: int = 1500,
+    gateway: bool = False,
+    hops: list[int] | None = None,
 ) -> Testbed:
+    """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops)."""
     kind = os.environ.get("SATLAB_TESTBED", "namespaces")
     if kind == "namespaces":
-        return Testbed(servers, clients, mtu, gateway=gateway)
+        return Testbed(servers, clients, mtu, gateway=gateway, hops=hops)
     if kind == "containers":
         from satlab.testbed.containers import ContainerTestbed
 
-        return ContainerTestbed(servers, clients, mtu, gateway=gateway)
+        return ContainerTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
     raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")

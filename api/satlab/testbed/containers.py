@@ -10,7 +10,8 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
 - one testbed per set of boxes: workers sharing a set take turns (an exclusive lock on the shared
   volume), so `--scale worker=N` adds queue consumers, not parallel runs (README, Docker Compose);
 - the per-run directory (emulator and gateway files, the telemetry socket) is on the shared volume
-  (SHARED/runs/ID), where the boxes see it at the same path.
+  (SHARED/runs/ID), where the boxes see it at the same path;
+- no terrestrial hops yet: a scenario with `path.terrestrial` is refused naming that field.
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
 """
@@ -50,9 +51,14 @@ class ContainerTestbed(Testbed):
     __test__ = False
 
     def __init__(
-        self, servers: int = 1, clients: int = 1, mtu: int = 1500, gateway: bool = False
+        self,
+        servers: int = 1,
+        clients: int = 1,
+        mtu: int = 1500,
+        gateway: bool = False,
+        hops: list[int] | None = None,
     ) -> None:
-        super().__init__(servers, clients, mtu, gateway)
+        super().__init__(servers, clients, mtu, gateway, hops)
         self.dir = RUNS / self.id
         self._lock: int | None = None
 
@@ -61,6 +67,12 @@ class ContainerTestbed(Testbed):
             raise TestbedError(
                 "configuration.gateway: the compose testbed does not splice the edge gateway in; "
                 "run gateway configurations on a namespace testbed (SATLAB_TESTBED=namespaces)"
+            )
+        if self.hops:
+            raise TestbedError(
+                "path.terrestrial: the compose testbed has no terrestrial hops (routers and hop "
+                "emulators between the servers and the gw edge); run scenarios with hops on a "
+                "namespace testbed (SATLAB_TESTBED=namespaces)"
             )
         roles = [f"srv{i}" for i in range(1, self.servers + 1)] + ["gw", "emu", "st"]
         roles += [f"cli{i}" for i in range(1, self.clients + 1)]

@@ -3,7 +3,8 @@
 Order: testbed up -> host settings -> project congestion controls loaded on the sending hosts
 (satlab.testbed.schemes) -> emulator started with the run's seed -> edge gateways (when
 the configuration has a `gateway` section) -> withholding receivers (`receiver.withhold`) ->
-sinks -> TCP_INFO sampling -> senders -> wait (agents watched; the run fails with the reason if
+sinks -> TCP_INFO sampling -> the link's capacity for `rate_share` items -> senders (each waits
+for its start_s itself) -> wait (agents watched; the run fails with the reason if
 one dies) -> stop -> collect -> teardown. A fresh testbed
 and a fresh emulator per run means every configuration starts from the same channel state at t=0.
 """
@@ -26,12 +27,20 @@ import yaml
 
 from satlab import __version__
 from satlab.agent.unixhttp import AgentError, AgentTimeout
-from satlab.scenario import BulkTcp, Configuration, RunSpec, Scenario, ShortFlows, UdpCross
+from satlab.scenario import (
+    BulkTcp,
+    Configuration,
+    RunSpec,
+    Scenario,
+    ShortFlows,
+    UdpCross,
+    sweep_record,
+)
 from satlab.schemes import project_scheme
 from satlab.testbed import gateway as edge_gateway
+from satlab.testbed import hops, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
-from satlab.testbed import withhold
 from satlab.testbed.backend import create_testbed
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -40,6 +49,13 @@ RESULT_SCHEMA = "satlab.run/1"
 BASE_PORT = 5001
 EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"
 STOP_GRACE_S = 5.0
+# Every sender waits for t0 + its start_s itself (satlab.traffic --start-at), so traffic starts at
+# t0 exactly rather than whenever each process is up; t0 is set this far ahead of the senders'
+# start-up, an agent call and an interpreter start each (0.7 s, once 1.6 s, for three senders on a
+# 2-core machine under a load of 6). A sender up later than its time starts at once, and its
+# start_s says so.
+SENDER_LEAD_S = 2.0
+SENDER_LEAD_PER_ITEM_S = 0.05
 
 Progress = Callable[[float, str], None]
 
@@ -79,14 +95,74 @@ def emulator_config(
 
 def _roles(t: BulkTcp | ShortFlows | UdpCross) -> tuple[str, str]:
     """(sender, receiver) host roles of a traffic item."""
-    server, client = f"srv{t.server}", f"cli{t.client}"
+    server, client = hops.ends(t)  # a hop's cross hosts for `hop: N`
     return (server, client) if t.direction == "download" else (client, server)
 
 
+# The link carries each UDP datagram as an IPv4 packet with 28 bytes of headers (IP 20, UDP 8):
+# a rate_share counts them; rate_bps and the generator's --rate are payload rates.
+UDP_IP_HEADER_BYTES = 28
+# The link direction a traffic item's data crosses.
+_LINK_DIRECTION = {"download": "forward", "upload": "return"}
+
+
+def udp_capacities(
+    sc: Scenario, telemetry: TelemetryReader, timeout_s: float = 3.0
+) -> dict[str, float]:
+    """The link's useful rate in each direction a `rate_share` item sends in, from the emulator's
+    newest status line (the same DirectionStatus as its GET /status): the emulator owns the link
+    arithmetic. Status lines come on the telemetry socket, in the testbed directory that every
+    backend shares with the runner; GET /status listens inside the emulator box's own network
+    namespace, which only the namespace backend could join.
+
+    For an ACM link this is the current rate at the start of the traffic (t0), not the clear-sky
+    one: a link that starts in clear sky gives its clear-sky rate; one that starts faded, the faded
+    rate. The UDP rate then stays fixed for the run, so a fade makes the same background load a
+    larger share of the smaller capacity, as real background traffic would."""
+    wanted = {_LINK_DIRECTION[t.direction] for t in sc.traffic if getattr(t, "rate_share", None)}
+    rates: dict[str, float] = {}
+    deadline = time.monotonic() + timeout_s
+    while wanted - rates.keys():
+        for rec in list(telemetry.records):  # oldest first: the newest of each direction wins
+            if rec["direction"] in wanted:
+                rates[rec["direction"]] = rec["useful_rate_bps"]
+        if time.monotonic() > deadline:
+            raise RunFailed(
+                f"no link status from the emulator within {timeout_s:g} s: the capacity "
+                "a rate_share needs is unknown"
+            )
+        time.sleep(0.02)
+    return rates
+
+
+def udp_rate_bps(t: UdpCross, capacities: dict[str, float]) -> float:
+    """A UDP item's payload rate: its rate_bps, or the share of the capacity in its direction
+    that its IP packets (payload + headers) fill."""
+    if t.rate_bps is not None:
+        return t.rate_bps
+    assert t.rate_share is not None
+    share_bps = t.rate_share * capacities[_LINK_DIRECTION[t.direction]]
+    return share_bps * t.packet_bytes / (t.packet_bytes + UDP_IP_HEADER_BYTES)
+
+
 def _sender_args(
-    t: BulkTcp | ShortFlows | UdpCross, dst: str, port: int, cc: str, seed: int, duration_s: float
+    t: BulkTcp | ShortFlows | UdpCross,
+    dst: str,
+    port: int,
+    cc: str,
+    seed: int,
+    duration_s: float,
+    t0: float,
+    udp_rate: float | None = None,
 ) -> list[str]:
+    """The generator's arguments. Start and stop are absolute CLOCK_MONOTONIC times (t0 + start_s,
+    t0 + stop_s) the generator waits for itself: exact to a millisecond, where starting the
+    sender later from the wait loop would add the loop's 0.2 s poll, an agent call and an
+    interpreter start-up (together most of a second on a loaded machine)."""
     common = ["--dst", dst, "--port", str(port), "--cc", cc, "--seed", str(seed)]
+    common += ["--start-at", repr(t0 + t.start_s)]
+    if t.stop_s is not None and not isinstance(t, UdpCross):
+        common += ["--stop-at", repr(t0 + t.stop_s)]
     if isinstance(t, BulkTcp):
         stop = ["--bytes", str(t.bytes)] if t.bytes else ["--duration", str(t.duration_s)]
         return ["bulk", *common, "--parallel", str(t.parallel), *stop]
@@ -107,11 +183,11 @@ def _sender_args(
         "udp",
         *common,
         "--rate",
-        str(t.rate_bps),
+        repr(udp_rate),
         "--size",
         str(t.packet_bytes),
-        "--duration",
-        str(duration_s),
+        "--stop-at",  # its stop_s, or the run's end
+        repr(t0 + (t.stop_s if t.stop_s is not None else duration_s)),
     ]
     return args + (
         ["--onoff", str(t.mean_on_s), str(t.mean_off_s)] if t.kind == "udp_onoff" else []
@@ -123,11 +199,14 @@ def run_one(
 ) -> dict[str, Any]:
     """Runs one run; `artifacts` is where pcaps are kept (the testbed's own directory goes away)."""
     started = time.time()
+    sweep = sweep_record(sc, spec.sweep_value)
+    # From here on the run's own scenario: hosts, traffic, duration_s, ... with its sweep values.
+    sc = spec.scenario or sc
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "scenario": sc.name,
         "configuration": spec.configuration.name,
-        "sweep": {"path": sc.sweep.path, "value": spec.sweep_value} if sc.sweep else None,
+        "sweep": sweep,
         "repetition": spec.repetition,
         "seed": spec.seed,
         "inputs": {
@@ -141,7 +220,7 @@ def run_one(
     try:
         gw = spec.configuration.gateway is not None
         with create_testbed(
-            sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gateway=gw
+            sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gw, hops.cross_hosts(sc)
         ) as tb:
             result["testbed_id"] = tb.id
             result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
@@ -201,6 +280,7 @@ def _execute(
     except TimeoutError:
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
+    hop_emulators = hops.start(tb, sc, spec)  # path.terrestrial: an emulator per hop
     edges = _start_gateways(sc, spec, tb)
     peps = edge_pep.start(spec.configuration.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
@@ -232,8 +312,12 @@ def _execute(
     for role, ports in sample_ports.items():
         tb.agent(role, "POST", "/sampling", {"period_ms": sc.sample_period_ms, "ports": ports})
     time.sleep(0.1)  # sinks listening
-    setup_s = time.monotonic() - t_setup
-    t0 = time.monotonic()
+    capacities = udp_capacities(sc, telemetry)
+    udp_rates = {
+        i: udp_rate_bps(t, capacities) for i, t in enumerate(sc.traffic) if isinstance(t, UdpCross)
+    }
+    t0 = time.monotonic() + SENDER_LEAD_S + SENDER_LEAD_PER_ITEM_S * len(sc.traffic)
+    setup_s = t0 - t_setup
     for i, t in enumerate(sc.traffic):
         sender, receiver = _roles(t)
         cc = getattr(t, "congestion_control", None) or conf.transport.congestion_control
@@ -244,6 +328,8 @@ def _execute(
             loaded.cc_for(sender, cc),
             spec.seed + i,
             sc.duration_s,
+            t0,
+            udp_rates.get(i),
         )
         body = {"id": f"send{i}", "kind": "traffic", "args": args}
         tb.agent(senders[i], "POST", "/processes", {**body, **loaded.process_options(sender)})
@@ -265,8 +351,11 @@ def _execute(
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
         raise RunFailed(f"emulator failed ({_ended(emu)}): {emu['stderr'][-500:]}")
 
-    flows = [_flow_summary(i, t, flows_out[i], sinks_out[i], t0) for i, t in enumerate(sc.traffic)]
-    out: dict[str, Any] = {}
+    flows = [
+        _flow_summary(i, t, flows_out[i], sinks_out[i], t0, udp_rates.get(i), capacities)
+        for i, t in enumerate(sc.traffic)
+    ]
+    out: dict[str, Any] = hops.stop(tb, hop_emulators)  # each hop's counters, if any
     if edges:
         # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
         out["gateway"] = {r: g.get("result") for r, g in gateways.items()}
@@ -414,7 +503,7 @@ def _wait(
                 )
         if elapsed >= sc.duration_s + STOP_GRACE_S:
             break  # senders still going are stopped and reported incomplete
-        progress(min(1.0, elapsed / sc.duration_s), f"{len(running)} flow(s) running")
+        progress(max(0.0, min(1.0, elapsed / sc.duration_s)), f"{len(running)} flow(s) running")
         time.sleep(0.2)
 
 
@@ -500,9 +589,14 @@ def _flow_summary(
     sender: dict[str, Any],
     sink: dict[str, Any],
     t0: float,
+    udp_rate: float | None = None,
+    capacities: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"traffic": i, "kind": t.kind, "direction": t.direction}
     res, rcv = sender.get("result") or {}, sink.get("result") or {}
+    if t.stop_s is not None:
+        # when the sender stopped on its stop time; None: it ended before (or was not heard from)
+        out["stop_s"] = _since(res.get("t_stop"), t0)
     if isinstance(t, UdpCross):
         udp = rcv.get("udp", {})
         sent = res.get("packets_sent", 0)
@@ -511,10 +605,22 @@ def _flow_summary(
             packets_received=udp.get("packets", 0),
             loss_fraction=(1 - udp.get("packets", 0) / sent) if sent else None,
             goodput_bps=_rate(udp.get("bytes", 0), res.get("t_start"), udp.get("t_last")),
+            rate_bps=udp_rate,
+            start_s=_since(res.get("t_start"), t0),
+            first_byte_s=_since(udp.get("t_first"), t0),
+            last_byte_s=_since(udp.get("t_last"), t0),
         )
+        if t.rate_share is not None and capacities is not None:
+            out.update(
+                rate_share=t.rate_share, capacity_bps=capacities[_LINK_DIRECTION[t.direction]]
+            )
         return out
     conns = rcv.get("connections", [])
     received = sum(c["bytes"] for c in conns)
+    out.update(
+        first_byte_s=_since(min((c["t_first"] for c in conns if c["t_first"]), default=None), t0),
+        last_byte_s=_since(max((c["t_last"] for c in conns if c["t_last"]), default=None), t0),
+    )
     if isinstance(t, BulkTcp):
         sc_conns = res.get("connections", [])
         # A sender stopped at the end of the run (its queued data still draining over a slow,
@@ -539,7 +645,9 @@ def _flow_summary(
         )
     else:
         fcts = [f["fct_s"] for f in res.get("flows", []) if "fct_s" in f]
+        starts = [f["t_start"] for f in res.get("flows", [])]
         out.update(
+            start_s=_since(min(starts, default=None), t0),
             bytes_received=received,
             objects=t.count,
             completed=len(fcts),
@@ -547,6 +655,10 @@ def _flow_summary(
             mean_fct_s=sum(fcts) / len(fcts) if fcts else None,
         )
     return out
+
+
+def _since(t: float | None, t0: float) -> float | None:
+    return None if t is None else t - t0
 
 
 def _rate(nbytes: int, start: float | None, end: float | None) -> float | None:

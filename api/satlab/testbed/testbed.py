@@ -1,6 +1,8 @@
 """A testbed's lifecycle: namespaces up, one agent per box, host settings, and a teardown that
 leaves nothing behind, even after the orchestrator was SIGKILLed (the sweeper run at every start
 finds what a dead owner left, by the project's name prefix and a state directory per testbed).
+Every box has its namespace, including the routers, hop emulators and cross hosts of terrestrial
+hops (topology.py), so the same sweep removes them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from satlab.testbed import schemes, topology
 
 STATE_ROOT = Path(os.environ.get("SATLAB_STATE_DIR", "/run/satlab/testbeds"))
 AGENT_START_TIMEOUT_S = 10.0
+# The agents start at once and share the CPU: each interpreter's start-up is CPU time, so a testbed
+# of many boxes (terrestrial hops add routers, hop emulators and cross hosts) gets more time. An
+# agent that dies is seen at once (poll), so a generous bound only waits for one that hangs.
+AGENT_START_PER_BOX_S = 2.0
 
 
 class TestbedError(RuntimeError):
@@ -107,11 +113,17 @@ class Testbed:
     __test__ = False  # not a pytest test class, despite its name
 
     def __init__(
-        self, servers: int = 1, clients: int = 1, mtu: int = 1500, gateway: bool = False
+        self,
+        servers: int = 1,
+        clients: int = 1,
+        mtu: int = 1500,
+        gateway: bool = False,
+        hops: list[int] | None = None,
     ) -> None:
         self.id = secrets.token_hex(2)
         self.servers, self.clients, self.mtu = servers, clients, mtu
         self.gateway = gateway  # splice satlab-gateway in at both edges (topology.build)
+        self.hops = list(hops or [])  # terrestrial hops: cross hosts at each end of each
         self.dir = STATE_ROOT / self.id
         self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
         self.topo: topology.Topology | None = None
@@ -123,7 +135,7 @@ class Testbed:
         self._save_state()
         try:
             self.topo = topology.build(
-                self.id, self.servers, self.clients, self.mtu, gateway=self.gateway
+                self.id, self.servers, self.clients, self.mtu, self.gateway, self.hops
             )
             self._start_agents()
             self._configure_forwarding()
@@ -187,6 +199,7 @@ class Testbed:
             log.close()
         self._save_state()
         deadline = time.monotonic() + AGENT_START_TIMEOUT_S
+        deadline += AGENT_START_PER_BOX_S * len(self.agent_procs)
         for role in self.agent_procs:
             while True:
                 try:
@@ -200,11 +213,11 @@ class Testbed:
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
-        for edge in ("gw", "st"):
+        for edge in ("gw", "st", *self.topo.routers):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
         # Real packet sizes on every wire: the emulator must see each 1500-byte packet on its own,
         # and checksums must be complete before it flips bits (DESIGN.md, platform facts).
-        for role in self.topo.host_roles:
+        for role in self.topo.host_roles + self.topo.routers:
             self.agent(
                 role, "POST", "/offloads", {"interfaces": topology.interfaces(self.topo, role)}
             )

@@ -6,6 +6,17 @@ With `gateway=True` the edge gateway (satlab-gateway, gateway/README.md) is spli
 each edge: sat0 becomes a veth whose peer (gwx / stx) the gateway reads, and the edge's `wan`
 interface is cabled to the emulator:  gw: sat0=veth=gwx [gateway] wan ~~ emu.
 
+Terrestrial hops (a scenario's `path.terrestrial`, satlab.testbed.hops) put routers r1..rK between
+the servers and the gw edge, each hop an emulator box of its own (hopN, ports gw and st like emu):
+
+    srv1..N --[lan]-- r1 down~~[hop1]~~up r2 down~~[hop2]~~up gw --sat0~~[emu]~~ ...
+             x1s1 --'   x1c1, x2s1 --'        x2c1 --'
+
+A hop is a second satlab-emulator (`kind: fixed`: exact delay, rate, queue, bit errors) rather than
+a kernel link: this kernel has no netem, and HTB/TBF shape a rate but add no delay. Cross-traffic
+hosts of hop N sit on the LANs of its two ends (xNsI on the servers' side, xNcI on the clients'
+side), so their traffic crosses hop N and no other link.
+
 Addresses come from 10.250.0.0/16, which exists only inside the namespaces; several testbeds can use
 the same addresses at once because each has its own namespaces. Namespace names carry the project
 prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by name.
@@ -14,6 +25,7 @@ prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -22,17 +34,25 @@ from typing import Any
 from pyroute2 import NetNS, netns
 
 PREFIX = "sl"
-SERVER_NET = "10.250.1"  # servers and the gw edge's LAN side
+SERVER_NET = "10.250.1"  # servers and the LAN of the first box on their side (gw, or r1)
 SAT_NET = "10.250.2"  # gw edge <-> st edge across the emulator
 CLIENT_NET = "10.250.3"  # st edge's LAN side and the clients
 GATEWAY_INSIDE = {"gw": "gwx", "st": "stx"}  # the gateway's router-side port (peer of sat0)
+# Terrestrial hops: hop N's wire is 10.250.(10+N).0/24 (.1 its server end, .2 its client end).
+# Position p on the server side (r1..rK, then gw) has a LAN: 10.250.1.0/24 (the servers') for p = 1,
+# else 10.250.(20+p).0/24. On a LAN: servers and clients .(10+i), a hop's cross hosts .(100+i) at
+# its server end and .(200+i) at its client end.
+_EMULATOR_ROLE = re.compile(r"emu|hop\d+")
+_ROUTER_ROLE = re.compile(r"r\d+")
 
 
 @dataclass
 class Box:
-    role: str  # srv1, gw, emu, st, cli1, ...
+    role: str  # srv1, gw, emu, st, cli1, r1, hop1, x1s1, ...
     netns: str
-    address: str | None  # the address other boxes reach it at (None for the emulator)
+    address: str | None  # the address other boxes reach it at (None for an emulator)
+    lan_gateway: str | None = None  # an end host's default route
+    interfaces: list[str] = field(default_factory=list)  # data interfaces (offload settings)
 
 
 @dataclass
@@ -42,6 +62,7 @@ class Topology:
     clients: int
     mtu: int
     gateway: bool = False
+    hops: list[int] = field(default_factory=list)  # cross hosts at each end, per terrestrial hop
     boxes: dict[str, Box] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
@@ -54,11 +75,38 @@ class Topology:
 
     @property
     def host_roles(self) -> list[str]:
-        return [r for r in self.boxes if r != "emu"]
+        """The end hosts and the two satellite edges (no emulators, no terrestrial routers)."""
+        return [r for r in self.boxes if not _EMULATOR_ROLE.fullmatch(r) and r not in self.routers]
+
+    @property
+    def routers(self) -> list[str]:
+        return [r for r in self.boxes if _ROUTER_ROLE.fullmatch(r)]
 
 
 def namespace_name(testbed_id: str, role: str) -> str:
     return f"{PREFIX}{testbed_id}-{role}"
+
+
+def router(position: int) -> str:
+    return f"r{position}"
+
+
+def hop_box(hop: int) -> str:
+    """The emulator box of terrestrial hop `hop` (1-based from the servers)."""
+    return f"hop{hop}"
+
+
+def cross_host(hop: int, end: str, i: int) -> str:
+    """Cross host i of a hop at its server end (`s`) or its client end (`c`)."""
+    return f"x{hop}{end}{i}"
+
+
+def hop_net(hop: int) -> str:
+    return f"10.250.{10 + hop}"
+
+
+def lan_net(position: int) -> str:
+    return SERVER_NET if position == 1 else f"10.250.{20 + position}"
 
 
 def project_namespaces(testbed_id: str | None = None) -> list[str]:
@@ -77,12 +125,21 @@ def _up(ns: NetNS, ifname: str, mtu: int | None = None) -> int:
 
 
 def build(
-    testbed_id: str, servers: int, clients: int, mtu: int = 1500, gateway: bool = False
+    testbed_id: str,
+    servers: int,
+    clients: int,
+    mtu: int = 1500,
+    gateway: bool = False,
+    hops: list[int] | None = None,
 ) -> Topology:
-    """Create every namespace, link, address and route. On any error, removes what it made."""
-    topo = Topology(testbed_id, servers, clients, mtu, gateway)
-    roles = [f"srv{i}" for i in range(1, servers + 1)] + ["gw", "emu", "st"]
-    roles += [f"cli{i}" for i in range(1, clients + 1)]
+    """Create every namespace, link, address and route. `hops` gives, per terrestrial hop from the
+    servers, its cross hosts at each end. On any error, removes what it made."""
+    topo = Topology(testbed_id, servers, clients, mtu, gateway, list(hops or []))
+    roles = [f"srv{i}" for i in range(1, servers + 1)]
+    for k, cross in enumerate(topo.hops, 1):
+        roles += [router(k), hop_box(k)]
+        roles += [cross_host(k, end, i) for end in "sc" for i in range(1, cross + 1)]
+    roles += ["gw", "emu", "st"] + [f"cli{i}" for i in range(1, clients + 1)]
     try:
         handles: dict[str, NetNS] = {}
         for role in roles:
@@ -106,32 +163,60 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         h[a].link("add", ifname=a_if, kind="veth", peer={"ifname": b_if, "net_ns_fd": topo.ns(b)})
         _up(h[a], a_if, mtu)
         _up(h[b], b_if, mtu)
+        for role, ifname in ((a, a_if), (b, b_if)):
+            topo.boxes[role].interfaces.append(ifname)
 
     def addr(role: str, ifname: str, address: str, prefixlen: int = 24) -> None:
         h[role].addr(
             "add", index=h[role].link_lookup(ifname=ifname)[0], address=address, prefixlen=prefixlen
         )
 
+    def lan(edge: str, net: str, members: list[tuple[str, str, int]]) -> None:
+        """A LAN bridge on `edge` with a host (role, bridge port, address suffix) per member."""
+        h[edge].link("add", ifname="lan", kind="bridge")
+        _up(h[edge], "lan", mtu)
+        addr(edge, "lan", f"{net}.1")
+        for host, port, suffix in members:
+            veth(edge, port, host, "eth0")
+            h[edge].link(
+                "set",
+                index=h[edge].link_lookup(ifname=port)[0],
+                master=h[edge].link_lookup(ifname="lan")[0],
+            )
+            addr(host, "eth0", f"{net}.{suffix}")
+            h[host].route("add", dst="0.0.0.0/0", gateway=f"{net}.1")
+            topo.boxes[host].address = f"{net}.{suffix}"
+            topo.boxes[host].lan_gateway = f"{net}.1"
+
+    def cross(hop: int, end: str, base: int) -> list[tuple[str, str, int]]:
+        hosts = [cross_host(hop, end, i) for i in range(1, topo.hops[hop - 1] + 1)]
+        return [(x, x, base + i) for i, x in enumerate(hosts, 1)]  # bridge port named as the host
+
     for role in h:
         topo.boxes[role] = Box(role, namespace_name(topo.testbed_id, role), None)
 
-    # The two edges: a LAN bridge each, a satellite-side interface cabled to the emulator box.
-    for edge, lan_net, side_prefix in (("gw", SERVER_NET, "srv"), ("st", CLIENT_NET, "cli")):
-        h[edge].link("add", ifname="lan", kind="bridge")
-        _up(h[edge], "lan", mtu)
-        addr(edge, "lan", f"{lan_net}.1")
-        count = topo.servers if side_prefix == "srv" else topo.clients
-        for i in range(1, count + 1):
-            host = f"{side_prefix}{i}"
-            veth(edge, f"p{i}", host, "eth0")
-            h[edge].link(
-                "set",
-                index=h[edge].link_lookup(ifname=f"p{i}")[0],
-                master=h[edge].link_lookup(ifname="lan")[0],
-            )
-            addr(host, "eth0", f"{lan_net}.{10 + i}")
-            h[host].route("add", dst="0.0.0.0/0", gateway=f"{lan_net}.1")
-            topo.boxes[host].address = f"{lan_net}.{10 + i}"
+    # The server side: positions 1..K are the routers r1..rK, position K+1 the gw edge.
+    k_hops = len(topo.hops)
+    positions = [router(p) for p in range(1, k_hops + 1)] + ["gw"]
+    for p, box in enumerate(positions, 1):
+        members = (
+            [(f"srv{i}", f"p{i}", 10 + i) for i in range(1, topo.servers + 1)] if p == 1 else []
+        )
+        if p <= k_hops:  # the server end of hop p
+            members += cross(p, "s", 100)
+        if p > 1:  # the client end of hop p - 1
+            members += cross(p - 1, "c", 200)
+        lan(box, lan_net(p), members)
+        topo.boxes[box].address = f"{lan_net(p)}.1"
+    for k in range(1, k_hops + 1):
+        veth(positions[k - 1], "down", hop_box(k), "gw")  # the hop emulator's ports: gw and st
+        veth(positions[k], "up", hop_box(k), "st")
+        addr(positions[k - 1], "down", f"{hop_net(k)}.1")
+        addr(positions[k], "up", f"{hop_net(k)}.2")
+    lan("st", CLIENT_NET, [(f"cli{i}", f"p{i}", 10 + i) for i in range(1, topo.clients + 1)])
+
+    # The satellite: each edge's satellite-side interface cabled to the emulator box.
+    for edge in ("gw", "st"):
         if topo.gateway:
             veth(edge, "sat0", edge, GATEWAY_INSIDE[edge])
             veth(edge, "wan", "emu", edge)
@@ -144,16 +229,23 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
     topo.boxes["gw"].address = f"{SAT_NET}.1"
     topo.boxes["st"].address = f"{SAT_NET}.2"
 
+    # Routes along the hops: toward the satellite by default, back by each network behind.
+    for p, box in enumerate(positions, 1):
+        if p <= k_hops:
+            h[box].route("add", dst="0.0.0.0/0", gateway=f"{hop_net(p)}.2")
+        behind = [lan_net(q) for q in range(1, p)] + [hop_net(q) for q in range(1, p - 1)]
+        for net in behind:
+            h[box].route("add", dst=f"{net}.0/24", gateway=f"{hop_net(p - 1)}.1")
+    hop_side = [lan_net(p) for p in range(2, k_hops + 2)] + [
+        hop_net(k) for k in range(1, k_hops + 1)
+    ]
+    for net in hop_side:  # SERVER_NET has its route already
+        h["st"].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
+
 
 def interfaces(topo: Topology, role: str) -> list[str]:
     """The data interfaces of a box (what offload settings apply to)."""
-    if role.startswith(("srv", "cli")):
-        return ["eth0"]
-    if role == "emu":
-        return ["gw", "st"]
-    count = topo.servers if role == "gw" else topo.clients
-    gateway = [GATEWAY_INSIDE[role], "wan"] if topo.gateway else []
-    return ["sat0", *gateway] + [f"p{i}" for i in range(1, count + 1)]
+    return list(topo.boxes[role].interfaces)
 
 
 def teardown(testbed_id: str) -> list[str]:
@@ -169,9 +261,8 @@ def teardown(testbed_id: str) -> list[str]:
 
 def set_default_route_metrics(topo: Topology, role: str, metrics: dict[str, int]) -> None:
     """Window clamp, advertised MSS and initial cwnd are route metrics in Linux."""
-    lan = SERVER_NET if role.startswith("srv") else CLIENT_NET
     with NetNS(topo.ns(role)) as ns:
-        ns.route("replace", dst="0.0.0.0/0", gateway=f"{lan}.1", metrics=metrics)
+        ns.route("replace", dst="0.0.0.0/0", gateway=topo.boxes[role].lan_gateway, metrics=metrics)
 
 
 def socket_in_netns(name: str, family: int, kind: int, proto: int = 0) -> socket.socket:

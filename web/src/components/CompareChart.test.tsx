@@ -7,7 +7,7 @@ function agg(mean: number | null, hw: number | null): MetricAggregate {
   return { mean, half_width: hw, n: 2, values: [] };
 }
 
-function row(configuration: string, sweep: number | null, mean: number, hw: number | null): AggregateRow {
+function row(configuration: string, sweep: AggregateRow['sweep_value'], mean: number, hw: number | null): AggregateRow {
   const none = agg(null, null);
   return {
     configuration,
@@ -40,6 +40,17 @@ describe('CompareChart', () => {
     const dot = container.querySelector('circle[data-config="cubic"][data-sweep="1e-6"]');
     expect(dot?.getAttribute('data-value')).toBe('10000000');
     expect(dot?.textContent).toBe('cubic at 1e-6: 10.00 Mbit/s (95% CI 8.00 Mbit/s – 12.00 Mbit/s), n=2');
+  });
+
+  it('labels the points of a two-dimensional sweep by both values', () => {
+    const paths = ['link.forward.bit_errors.ber', 'hosts.settings.rack'];
+    const rows = [row('cubic', [1e-5, true], 8e6, 1e6), row('cubic', [1e-5, false], 6e6, 1e6), row('reno', [1e-5, true], 7e6, null), row('reno', [1e-5, false], 5e6, null)];
+    expect(comparePoints(rows, 'goodput_bps', paths).map((p) => p.sweep)).toEqual(['ber=1e-5, rack=true', 'ber=1e-5, rack=false', 'ber=1e-5, rack=true', 'ber=1e-5, rack=false']);
+    const { container, getByRole } = render(<CompareChart rows={rows} metric="goodput_bps" sweepLabel={paths.join(' × ')} sweepPaths={paths} name="x" />);
+    expect(getByRole('img', { name: 'Goodput vs link.forward.bit_errors.ber × hosts.settings.rack' })).toBeInTheDocument();
+    expect(container.querySelectorAll('polyline')).toHaveLength(2);
+    const dot = container.querySelector('circle[data-config="reno"][data-sweep="ber=1e-5, rack=false"]');
+    expect(dot?.getAttribute('data-value')).toBe('5000000');
   });
 
   it('draws bars with whiskers without a sweep', () => {

@@ -1,5 +1,6 @@
 // A metric per configuration against the sweep variable, with 95% confidence bands (or, without a
-// sweep, bars with 95% whiskers). Drawn as SVG: a handful of points, crisp at any size, exportable
+// sweep, bars with 95% whiskers). A two-dimensional sweep's points are its value pairs, labelled
+// "ber=1e-5, rack=false", in run order (the second dimension varies fastest). Drawn as SVG: a handful of points, crisp at any size, exportable
 // as SVG as is and as PNG, and every mark carries its number for screen readers and tests.
 import { useId, useRef } from 'react';
 import type { AggregateRow } from '../api/client.ts';
@@ -18,14 +19,14 @@ export interface ComparePoint {
   n: number;
 }
 
-export function comparePoints(rows: AggregateRow[], metric: Metric): ComparePoint[] {
+export function comparePoints(rows: AggregateRow[], metric: Metric, sweepPaths: string[] = []): ComparePoint[] {
   return rows.map((r) => {
     // a metric the API does not report counts as no successful repetition
     const m = r.metrics[metric] ?? { mean: null, half_width: null, n: 0, values: [] };
     const hw = m.half_width;
     return {
       configuration: r.configuration,
-      sweep: fmtSweep(r.sweep_value),
+      sweep: fmtSweep(r.sweep_value, sweepPaths),
       mean: m.mean,
       lo: m.mean !== null && hw !== null ? m.mean - hw : null,
       hi: m.mean !== null && hw !== null ? m.mean + hw : null,
@@ -40,10 +41,22 @@ function scaleOf(metric: Metric, max: number): { div: number; unit: string } {
   return { div: 1, unit: '' };
 }
 
-export function CompareChart({ rows, metric, sweepLabel, name }: { rows: AggregateRow[]; metric: Metric; sweepLabel: string | undefined; name: string }) {
+export function CompareChart({
+  rows,
+  metric,
+  sweepLabel,
+  sweepPaths = [],
+  name,
+}: {
+  rows: AggregateRow[];
+  metric: Metric;
+  sweepLabel: string | undefined;
+  sweepPaths?: string[];
+  name: string;
+}) {
   const id = useId();
   const svgRef = useRef<SVGSVGElement>(null);
-  const pts = comparePoints(rows, metric);
+  const pts = comparePoints(rows, metric, sweepPaths);
   const configs = [...new Set(pts.map((p) => p.configuration))];
   const sweeps = [...new Set(pts.map((p) => p.sweep))];
   const { div, unit } = scaleOf(metric, Math.max(0, ...pts.map((p) => p.hi ?? p.mean ?? 0)));

@@ -193,6 +193,15 @@ function NestedObject({ ctx, path, schema, nullable }: { ctx: FormCtx; path: Pat
   const present = getIn(ctx.data, path) !== undefined && getIn(ctx.data, path) !== null;
   const key = String(path[path.length - 1]);
   const errs = ctx.errors[pathKey(path)] ?? [];
+  if (Array.isArray(getIn(ctx.data, path))) {
+    return (
+      <fieldset className="group">
+        <legend>{labelOf(key)}</legend>
+        <p className="field-help">A list ({(getIn(ctx.data, path) as unknown[]).length} items, e.g. a sweep of two dimensions): edit it in the YAML.</p>
+        {errs.length ? <p className="field-error" role="alert">{errs.join('; ')}</p> : null}
+      </fieldset>
+    );
+  }
   return (
     <fieldset className="group">
       <legend>{labelOf(key)}</legend>

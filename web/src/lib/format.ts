@@ -46,8 +46,17 @@ export function fmtWhen(iso: string | null | undefined): string {
 }
 
 /** A sweep value as people write it: 1e-6 rather than 0.000001. */
-export function fmtSweep(v: number | string | null): string {
-  if (v === null) return '';
-  if (typeof v === 'string') return v;
+type SweepCoordinate = number | string | boolean;
+
+function fmtCoordinate(v: SweepCoordinate): string {
+  if (typeof v !== 'number') return String(v);
   return v !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6) ? v.toExponential() : String(v);
+}
+
+// A run's sweep value: one dimension's value, or (two dimensions) the list of both, labelled
+// by the last key of each path when the paths are given: "ber=1e-5, rack=false".
+export function fmtSweep(v: SweepCoordinate | SweepCoordinate[] | null, paths: string[] = []): string {
+  if (v === null) return '';
+  if (!Array.isArray(v)) return fmtCoordinate(v);
+  return v.map((x, i) => (paths[i] ? `${paths[i].split('.').pop() ?? ''}=${fmtCoordinate(x)}` : fmtCoordinate(x))).join(', ');
 }

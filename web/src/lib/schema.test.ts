@@ -23,6 +23,13 @@ describe('schema helpers', () => {
     expect(variantFor(root, union, { kind: 'nope' })).toBeUndefined();
   });
 
+  it('edits one of "one, or a list of them" (a sweep of one or two dimensions)', () => {
+    const sweep = { $ref: '#/$defs/Sweep' };
+    const u = unwrap(root, { anyOf: [sweep, { type: 'array', items: sweep, maxItems: 2 }, { type: 'null' }] });
+    expect(u.nullable).toBe(true);
+    expect(u.schema.properties?.path?.type).toBe('string');
+  });
+
   it('derives units and labels from field names', () => {
     expect(unitOf('sample_period_ms')).toBe('ms');
     expect(unitOf('duration_s')).toBe('s');

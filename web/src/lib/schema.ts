@@ -69,10 +69,14 @@ export function unwrap(root: JsonSchema, s: JsonSchema): { schema: JsonSchema; n
   }
   if (d.anyOf) {
     const others = d.anyOf.filter((x) => x.type !== 'null');
-    if (others.length === 1 && others[0]) {
+    // "One, or a list of them" (the scenario's sweep of one or two dimensions): the form edits
+    // the one; a list is left to the YAML view (NestedObject says so).
+    const one = others[0];
+    const orList = one !== undefined && others.length === 2 && others[1]?.type === 'array' && JSON.stringify(others[1].items) === JSON.stringify(one);
+    if ((others.length === 1 || orList) && one) {
       const rest: JsonSchema = { ...d };
       delete rest.anyOf;
-      return { schema: constsToEnum({ ...deref(root, others[0]), ...rest }), nullable: others.length < d.anyOf.length };
+      return { schema: constsToEnum({ ...deref(root, one), ...rest }), nullable: others.length < d.anyOf.length };
     }
   }
   return { schema: constsToEnum(d), nullable: false };

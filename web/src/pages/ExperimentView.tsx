@@ -1,12 +1,13 @@
 // One experiment: live progress and link charts over SSE while it runs; then the comparison
 // (metric vs sweep per configuration with 95% bands, ratios against a baseline with Fieller
-// intervals, fairness) with CSV/SVG/PNG exports.
+// intervals, fairness) with CSV/SVG/PNG exports, and the scenario's expectations with their verdicts.
 import { useEffect, useMemo, useState } from 'react';
 import { api, canSubmit, ok, raw, type Comparison, type RunOut } from '../api/client.ts';
 import { METRICS, type Metric, type RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { CompareChart } from '../components/CompareChart.tsx';
+import { ExpectationsTable } from '../components/ExpectationsTable.tsx';
 import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { TimeChart } from '../components/TimeChart.tsx';
 import { download } from '../lib/csv.ts';
@@ -22,6 +23,17 @@ interface RunLive {
   progress: number;
   message: string;
   live: LiveState;
+}
+
+interface SweepDim {
+  path: string;
+  values: unknown[];
+}
+
+// The experiment's sweep as a list of dimensions (the scenario gives one, or a list of up to two).
+function sweepDims(sweep: SweepDim | SweepDim[] | null | undefined): SweepDim[] {
+  if (!sweep) return [];
+  return Array.isArray(sweep) ? sweep : [sweep];
 }
 
 function Explanation({ scenario, configs, sweep }: { scenario: string; configs: string[]; sweep: string | undefined }) {
@@ -43,7 +55,7 @@ function Explanation({ scenario, configs, sweep }: { scenario: string; configs: 
       <ul>
         <li><strong>Goodput</strong> is the useful data the client application received per second. Higher is better; the whiskers or bands are 95% confidence intervals over repetitions (none with a single repetition).</li>
         <li><strong>Ratio vs baseline</strong> divides each configuration's mean by the baseline's: 1.2 means 20% more. The interval (Fieller's) tells whether the difference is real: if it does not include 1, it is.</li>
-        {sweep ? <li>The x axis is the swept link parameter <code>{sweep}</code>: how each configuration copes as it worsens.</li> : null}
+        {sweep ? <li>The x axis is the swept field <code>{sweep}</code> (both values of a two-dimensional sweep): how each configuration copes as it changes.</li> : null}
         <li><strong>Fairness</strong> (Jain's index, 1 = perfectly fair) compares connections that share the link; it needs at least two connections.</li>
         <li>Open a run to see its time series: congestion window, MODCOD and Es/N0 during the fade, queue depth, and losses by cause.</li>
       </ul>
@@ -92,8 +104,10 @@ export function ExperimentView({ id }: { id: number }) {
 
   const runs: RunOut[] = exp.data?.runs ?? [];
   const succeeded = runs.filter((r) => r.state === 'succeeded').length;
-  const matrix = (exp.data?.matrix ?? {}) as { configurations?: string[]; sweep?: { path: string; values: unknown[] } | null; repetitions?: number };
+  const matrix = (exp.data?.matrix ?? {}) as { configurations?: string[]; sweep?: SweepDim | SweepDim[] | null; repetitions?: number };
   const configs = matrix.configurations ?? [];
+  const dims = sweepDims(matrix.sweep);
+  const paths = dims.map((d) => d.path);
   const [baseline, setBaseline] = useState<string>();
   const [metric, setMetric] = useState<Metric>('goodput_bps');
   const base = baseline ?? configs[0];
@@ -103,14 +117,15 @@ export function ExperimentView({ id }: { id: number }) {
     async () => (succeeded && base ? ok(api.GET('/api/experiments/{experiment_id}/comparison', { params: { path: { experiment_id: id }, query: { baseline: base } } })) : undefined),
     [id, succeeded, base],
   );
+  const done = runs.filter((r) => TERMINAL.includes(r.state)).length;
+  const claims = useAsync(() => ok(api.GET('/api/experiments/{experiment_id}/expectations', { params: { path: { experiment_id: id } } })), [id, done]);
 
   const total = runs.length;
-  const done = runs.filter((r) => TERMINAL.includes(r.state)).length;
   const running = runs.filter((r) => r.state === 'running');
   const watched = lastRun !== undefined && live[lastRun]?.state === 'running' ? lastRun : running[0]?.id;
   const watchedLive = watched !== undefined ? live[watched]?.live : undefined;
   const watchedRun = runs.find((r) => r.id === watched);
-  const sweepLabel = matrix.sweep?.path;
+  const sweepLabel = paths.length ? paths.join(' × ') : undefined;
 
   async function exportApi(what: 'runs' | 'aggregate') {
     const res = await raw(`/api/experiments/${id}/export?format=csv&what=${what}`);
@@ -152,7 +167,7 @@ export function ExperimentView({ id }: { id: number }) {
           <p>
             <strong data-testid="runs-done">{done} of {total} runs finished</strong> <Progress value={total ? done / total : 0} label="experiment progress" />{' '}
             <span className="muted">
-              {configs.length} configuration(s) × {matrix.sweep ? `${matrix.sweep.values.length} sweep values × ` : ''}
+              {configs.length} configuration(s) × {dims.length ? `${dims.map((d) => d.values.length).join(' × ')} sweep values × ` : ''}
               {matrix.repetitions ?? 1} repetition(s) · estimated {fmtDuration(exp.data.estimate_s)} · submitted {fmtWhen(exp.data.created_at)}
               {exp.data.finished_at ? ` · finished ${fmtWhen(exp.data.finished_at)}` : ''}
             </span>
@@ -165,7 +180,7 @@ export function ExperimentView({ id }: { id: number }) {
                 <tr>
                   <th scope="col">Run</th>
                   <th scope="col">Configuration</th>
-                  {matrix.sweep ? <th scope="col">{matrix.sweep.path}</th> : null}
+                  {dims.length ? <th scope="col">{paths.join(', ')}</th> : null}
                   <th scope="col">Rep.</th>
                   <th scope="col">State</th>
                   <th scope="col">Progress</th>
@@ -181,7 +196,7 @@ export function ExperimentView({ id }: { id: number }) {
                     <tr key={r.id}>
                       <td><a href={`#/runs/${r.id}`}>#{r.id}</a></td>
                       <th scope="row">{r.configuration}</th>
-                      {matrix.sweep ? <td>{fmtSweep(r.sweep_value)}</td> : null}
+                      {dims.length ? <td>{fmtSweep(r.sweep_value, paths)}</td> : null}
                       <td>{r.repetition}</td>
                       <td><StateBadge state={state} />{r.error ? <span className="field-error"> {r.error}</span> : null}</td>
                       <td>
@@ -261,6 +276,7 @@ export function ExperimentView({ id }: { id: number }) {
         </section>
       ) : null}
       {exp.data ? <Explanation scenario={exp.data.scenario_name} configs={configs} sweep={sweepLabel} /> : null}
+      {claims.data?.length ? <ExpectationsTable claims={claims.data} /> : null}
       {succeeded > 0 ? (
         <section className="card" aria-labelledby="results-title">
           <h3 id="results-title">Comparison</h3>
@@ -282,16 +298,16 @@ export function ExperimentView({ id }: { id: number }) {
             <button type="button" className="btn btn--small" onClick={() => void exportApi('aggregate')}>Aggregate CSV</button>
           </div>
           <ErrorBox error={results.error ?? comparison.error} title="Cannot load results" />
-          {results.data ? <CompareChart rows={results.data.rows} metric={metric} sweepLabel={sweepLabel} name={`experiment-${id}-${metric}`} /> : null}
-          {comparison.data ? <RatioTable cmp={comparison.data} metric={metric} /> : null}
-          {comparison.data ? <Fairness cmp={comparison.data} /> : null}
+          {results.data ? <CompareChart rows={results.data.rows} metric={metric} sweepLabel={sweepLabel} sweepPaths={paths} name={`experiment-${id}-${metric}`} /> : null}
+          {comparison.data ? <RatioTable cmp={comparison.data} metric={metric} paths={paths} /> : null}
+          {comparison.data ? <Fairness cmp={comparison.data} paths={paths} /> : null}
         </section>
       ) : null}
     </div>
   );
 }
 
-function RatioTable({ cmp, metric }: { cmp: Comparison; metric: Metric }) {
+function RatioTable({ cmp, metric, paths }: { cmp: Comparison; metric: Metric; paths: string[] }) {
   const sweep = cmp.points.some((p) => p.sweep_value !== null);
   return (
     <div className="table-wrap">
@@ -317,7 +333,7 @@ function RatioTable({ cmp, metric }: { cmp: Comparison; metric: Metric }) {
               const verdict = m?.low !== null && m?.low !== undefined && m.high !== null ? (m.low > 1 ? 'better' : m.high < 1 ? 'worse' : 'same') : undefined;
               return (
                 <tr key={`${String(p.sweep_value)}-${c.configuration}`} className={c.configuration === cmp.baseline ? 'row--base' : undefined}>
-                  {sweep ? <td>{fmtSweep(p.sweep_value)}</td> : null}
+                  {sweep ? <td>{fmtSweep(p.sweep_value, paths)}</td> : null}
                   <th scope="row">{c.configuration}{c.configuration === cmp.baseline ? ' (baseline)' : ''}</th>
                   <td className="num" data-testid={`mean-${c.configuration}`}>
                     {fmtMetric(metric, m?.mean)}
@@ -340,7 +356,7 @@ function RatioTable({ cmp, metric }: { cmp: Comparison; metric: Metric }) {
   );
 }
 
-function Fairness({ cmp }: { cmp: Comparison }) {
+function Fairness({ cmp, paths }: { cmp: Comparison; paths: string[] }) {
   const rows = cmp.points.flatMap((p) => p.configurations.map((c) => ({ sweep: p.sweep_value, c: c.configuration, m: c.metrics.jain_fairness })));
   const any = rows.some((r) => r.m?.mean !== null && r.m?.mean !== undefined);
   return (
@@ -351,7 +367,7 @@ function Fairness({ cmp }: { cmp: Comparison }) {
           {rows.map((r) => (
             <li key={`${String(r.sweep)}-${r.c}`}>
               {r.c}
-              {r.sweep !== null ? ` @ ${fmtSweep(r.sweep)}` : ''}: Jain's index <strong>{fmtNum(r.m?.mean)}</strong>
+              {r.sweep !== null ? ` @ ${fmtSweep(r.sweep, paths)}` : ''}: Jain's index <strong>{fmtNum(r.m?.mean)}</strong>
               {r.m?.half_width ? ` ± ${fmtNum(r.m.half_width)}` : ''}
             </li>
           ))}

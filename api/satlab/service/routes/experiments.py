@@ -15,7 +15,7 @@ from satlab.service import comparisons, events, experiments, results
 from satlab.service.auth import Submitter, Viewer
 from satlab.service.experiments import ExperimentIn
 from satlab.service.models import EXPERIMENT_STATES, Experiment
-from satlab.service.result_schemas import ComparisonOut, ResultsOut
+from satlab.service.result_schemas import ComparisonOut, ResultsOut, VerdictOut
 from satlab.service.routes import Id, Limit, Offset
 from satlab.service.schemas import Estimate, ExperimentOut, Page, PlanOut, SubmitOut
 
@@ -142,6 +142,17 @@ def comparison(
     base = baseline or exp.matrix["configurations"][0]
     out = comparisons.compare(results.aggregate(session, exp), base, metric)
     return {"experiment_id": exp.id, "state": exp.state, **out}
+
+
+@router.get(
+    "/{experiment_id}/expectations",
+    response_model=list[VerdictOut],
+    summary="The scenario's expectations judged on the comparison (no-data until runs have "
+    "results)",
+)
+def expectations(who: Viewer, session: DB, experiment_id: Id) -> list[dict[str, object]]:
+    exp = experiments.get(session, who, experiment_id)
+    return comparisons.verdicts(results.aggregate(session, exp), exp.scenario_spec)
 
 
 @router.get("/{experiment_id}/export", summary="Runs or aggregates as CSV or JSON")
