@@ -41,7 +41,17 @@ compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one 
 schemas: setup  ## Regenerate the emulator's contracts (JSON Schemas in api/satlab/) and the Python and TypeScript types made from them
 	@scripts/schemas.sh
 
+reproduce: setup  ## Every paper reproduction (full set, hours): on the service of `make run` if it answers, else locally (root); report in reports/, docs/reproductions.md
+	@url=$${SATLAB_URL:-http://127.0.0.1:8700}; \
+	if curl -fs "$$url/api/health" >/dev/null 2>&1; then \
+	  echo "running on the service at $$url"; \
+	  SATLAB_TOKEN=$${SATLAB_TOKEN:-$$(cat .data/local-admin-token)} .venv/bin/satlab reproduce --subset full --service "$$url"; \
+	else \
+	  echo "no service at $$url: running locally"; \
+	  .venv/bin/satlab reproduce --subset full --local; \
+	fi
+
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas stop
+.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas reproduce stop

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: the whole service on this machine, with the quickstart comparison running.
-# PostgreSQL is already up (make run starts it first). This script migrates the database, starts
+# PostgreSQL is already up (make run starts it first). This script migrates the database, imports
+# the repository's scenarios into the service's library (satlab library sync), starts
 # the API (which serves the web UI; as the unprivileged user satlab) and one worker (root), makes
 # a local admin token the first time (kept in .data/local-admin-token, mode 600, and printed), and
 # submits scenarios/quickstart.yaml once (an idempotency key makes later `make run`s find the same
@@ -27,6 +28,8 @@ trap stop_all EXIT
 trap 'exit 130' INT TERM
 
 step "Database schema (alembic upgrade)" "$SATLAB" migrate
+step "Scenario library (scenarios/, scenarios/reproductions/; new revisions only for changes)" \
+  "$SATLAB" library sync
 
 # The API runs as the unprivileged service user (scripts/lib.sh): it answers every request and
 # needs no privilege; only the worker, which builds network namespaces, runs as root.

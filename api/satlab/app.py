@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from satlab import __version__, db
 from satlab.service import janitor as janitors
 from satlab.service.errors import ServiceError
-from satlab.service.routes import admin, experiments, runs, scenarios
+from satlab.service.routes import admin, experiments, reproductions, runs, scenarios
 from satlab.service.runs import WorkerIdentity
 from satlab.settings import get_settings
 
@@ -170,7 +170,7 @@ def create_app() -> FastAPI:
             {"status": "ok", "database": "ok", "postgres": pg, "version": __version__}
         )
 
-    for module in (scenarios, experiments, runs, admin):
+    for module in (scenarios, experiments, runs, reproductions, admin):
         app.include_router(module.router)
 
     def openapi() -> dict[str, object]:

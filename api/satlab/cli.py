@@ -1,8 +1,10 @@
 """The `satlab` command line.
 
-satlab run SCENARIO.yaml [-o DIR]   run every configuration of a scenario on local testbeds
+satlab run SCENARIO.yaml [-o DIR]   run every configuration of a scenario on local testbeds, then
+                                     judge the scenario's expectations (expectations.json)
 satlab schema                        print the scenario JSON Schema
 satlab sweep                         remove testbeds left by crashed runs
+satlab reproduce [--subset ci|full]  run the paper reproductions, write the report (reproduce/)
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from satlab import remote_cli
-from satlab.scenario import Scenario, ScenarioError, expand_runs, json_schema, load_scenario
+from satlab.expectations import point_label
+from satlab.reproduce import command as reproduce
+from satlab.scenario import (
+    Scenario,
+    ScenarioError,
+    expand_runs,
+    json_schema,
+    load_scenario,
+    sweep_points,
+)
 from satlab.stats import Estimate, mean_ci95
 from satlab.testbed.emulator import LinkConfigError, check_link
 from satlab.testbed.runner import run_one
@@ -74,8 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         total = bar.add_task("all runs", total=len(runs), info="")
         for n, spec in enumerate(runs, 1):
             label = f"run {n}/{len(runs)} {spec.configuration.name}"
-            if spec.sweep_value is not None:
-                label += f" {sc.sweep.path if sc.sweep else ''}={spec.sweep_value}"
+            if sc.sweep is not None:
+                label += " " + point_label([d.path for d in sc.sweeps()], spec.sweep_value)
             task = bar.add_task(label, total=1.0, info="setting up")
 
             def show(fraction: float, message: str, task: TaskID = task) -> None:
@@ -95,21 +106,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(
             f"[red]{r['configuration']} rep {r['repetition']} failed:[/red] {r.get('error')}"
         )
-    return 1 if failed else 0
+    claims = judge(sc, results)
+    if claims:
+        (out_dir / "expectations.json").write_text(json.dumps(claims, indent=2))
+        remote_cli.print_verdicts(claims)
+    return 1 if failed or any(c["verdict"] != "holds" for c in claims) else 0
+
+
+def judge(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scenario's expectations on the local runs, with the service's aggregation and
+    comparison (the same verdicts as GET /api/experiments/ID/expectations)."""
+    from satlab.service import comparisons
+    from satlab.service.results import aggregate_rows, headline
+
+    rows = aggregate_rows(
+        (
+            r["configuration"],
+            (r["sweep"] or {}).get("value"),
+            headline(r) if r["status"] == "ok" else None,
+        )
+        for r in results
+    )
+    return comparisons.verdicts(rows, sc.model_dump(mode="json"))
 
 
 def compare(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per configuration and sweep value: the first traffic item's goodput, completion time and
     the senders' retransmissions, as mean and 95% interval over repetitions."""
-    groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         if r["status"] == "ok":
-            groups[(r["configuration"], (r["sweep"] or {}).get("value"))].append(r)
+            groups[(r["configuration"], repr((r["sweep"] or {}).get("value")))].append(r)
     rows = []
     for cfg in sc.configurations:
-        values = sc.sweep.values if sc.sweep else [None]
-        for v in values:
-            rs = groups.get((cfg.name, v), [])
+        for v in sweep_points(sc):
+            rs = groups.get((cfg.name, repr(v)), [])
             good = [r["flows"][0]["goodput_bps"] for r in rs if r["flows"][0].get("goodput_bps")]
             done = [r["flows"][0]["completion_s"] for r in rs if r["flows"][0].get("completion_s")]
             retx = [float(sum(h["Tcp.RetransSegs"] for h in r["hosts"].values())) for r in rs]
@@ -129,12 +160,13 @@ def compare(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]
 def print_table(sc: Scenario, rows: list[dict[str, Any]]) -> None:
     table = Table(title=f"{sc.name}: mean ± 95% CI over {sc.repetitions} repetition(s)")
     table.add_column("configuration")
-    if sc.sweep:
-        table.add_column(sc.sweep.path)
+    paths = [d.path for d in sc.sweeps()]
+    if paths:
+        table.add_column(", ".join(paths))
     for col in ("runs", "goodput Mbit/s", "completion s", "retransmissions"):
         table.add_column(col, justify="right")
     for row in rows:
-        cells = [row["configuration"]] + ([str(row["sweep_value"])] if sc.sweep else [])
+        cells = [row["configuration"]] + ([point_label(paths, row["sweep_value"])] if paths else [])
         cells += [
             str(row["runs"]),
             Estimate(**row["goodput_bps"]).format(1e6),
@@ -154,7 +186,16 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("schema", help="print the scenario JSON Schema")
     sub.add_parser("sweep", help="remove testbeds left behind by crashed runs")
     remote_cli.add_parsers(sub)  # submit, wait, list, show, compare, export, token, migrate, worker
+    reproduce.add_parser(sub)
     args = ap.parse_args(argv)
+    if args.cmd == "reproduce":
+        if args.local:
+            _stop_on_sigterm(os.getpid())
+        try:
+            sys.exit(reproduce.main(args))
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: runs done so far are kept; run it again to resume")
+            sys.exit(130)
     if remote_cli.handles(args.cmd):
         sys.exit(remote_cli.dispatch(args))
     if args.cmd == "run":

@@ -12,36 +12,38 @@
                         [--expires-days D]
     satlab token list | satlab token revoke ID        (these three write the database directly)
     satlab migrate                                    (Alembic upgrade head)
+    satlab library sync [--root DIR]                  (the repository's scenarios into the
+                                                       service's library: service/library.py)
     satlab worker [--once]
 
 The service is SATLAB_URL (default http://127.0.0.1:8700), the token SATLAB_TOKEN (or --url,
 --token). Exit status: 0 all runs succeeded and every expectation held; 1 a run failed or an
 expectation did not hold; 2 the request was refused (invalid scenario, auth, ...).
 
-Expectations (`--expect`, evaluated on the comparison once the experiment has ended):
+Expectations (`--expect`, evaluated on the comparison once the experiment has ended; the grammar
+is satlab.expectations'):
 
     FUNC(METRIC, CONFIG[/BASELINE][, sweep=VALUE]) OP NUMBER
     FUNC: mean | ratio | ratio_low | ratio_high   (ratio_* are the 95% Fieller bounds)
     OP:   >= > <= < == !=
     e.g.  ratio(goodput_bps, bbr/cubic, sweep=1e-6) >= 1.2
+          ratio(goodput_bps, bbr/cubic, sweep=[1e-6, false]) >= 1.2   (a two-dimensional sweep)
           mean(completion_s, bbr) < 30
 
 Without `sweep=` it must hold at every sweep point. METRIC is one of goodput_bps,
 total_goodput_bps, completion_s, mean_fct_s, retransmissions, jain_fairness.
+`submit --wait` and `wait` also judge the scenario file's own `expectations:` (GET
+/api/experiments/ID/expectations); every one must hold (`direction`, `fails` and `no-data` fail).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import operator
 import os
-import re
 import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from satlab.expectations import Expectation, ExpectationError, evaluate
 from satlab.scenario import link_file_refs
+from satlab.settings import REPO_ROOT
 
 console = Console(stderr=True)
 out = Console()
@@ -125,13 +129,13 @@ def parse_sweep(text: str) -> dict[str, Any]:
     if not sep or not values:
         raise CliError(f"--sweep {text!r}: expected PATH=V1,V2,...")
 
-    def value(v: str) -> float | int | str:
+    def value(v: str) -> bool | float | int | str:
         for conv in (int, float):
             try:
                 return conv(v)
             except ValueError:
                 pass
-        return v
+        return {"true": True, "false": False}.get(v.lower(), v)
 
     return {"path": path.strip(), "values": [value(v.strip()) for v in values.split(",")]}
 
@@ -155,7 +159,8 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
     console.print(f"scenario {sc['name']} (id {sc['id']}) revision {sc['latest']['number']}")
     body: dict[str, Any] = {"scenario_id": sc["id"], "priority": args.priority}
     if args.sweep:
-        body["sweep"] = parse_sweep(args.sweep)
+        dims = [parse_sweep(t) for t in args.sweep]
+        body["sweep"] = dims[0] if len(dims) == 1 else dims
     if args.repetitions:
         body["repetitions"] = args.repetitions
     if args.config:
@@ -204,87 +209,17 @@ def wait(client: Client, exp_id: int, poll_s: float = 2.0) -> dict[str, Any]:
             time.sleep(poll_s)
 
 
-EXPECT_RE = re.compile(
-    r"^\s*(?P<func>mean|ratio|ratio_low|ratio_high)\s*\(\s*(?P<metric>[a-z_]+)\s*,\s*"
-    r"(?P<config>[A-Za-z0-9_.+-]+)\s*(?:/\s*(?P<base>[A-Za-z0-9_.+-]+)\s*)?"
-    r"(?:,\s*sweep\s*=\s*(?P<sweep>[^)]+?)\s*)?\)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
-    r"(?P<value>[-+0-9.eE]+)\s*$"
-)
-OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge,
-    "<=": operator.le,
-    ">": operator.gt,
-    "<": operator.lt,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
-
-
-@dataclass
-class Expectation:
-    text: str
-    func: str
-    metric: str
-    config: str
-    baseline: str | None
-    sweep: str | None
-    op: str
-    value: float
-
-    @classmethod
-    def parse(cls, text: str) -> Expectation:
-        m = EXPECT_RE.match(text)
-        if not m:
-            raise CliError(
-                f"--expect {text!r}: expected FUNC(METRIC, CONFIG[/BASELINE][, sweep=V]) OP NUMBER"
-            )
-        if m["func"] != "mean" and not m["base"]:
-            raise CliError(f"--expect {text!r}: {m['func']} needs CONFIG/BASELINE")
-        try:
-            value = float(m["value"])
-        except ValueError:
-            raise CliError(f"--expect {text!r}: {m['value']!r} is not a number") from None
-        return cls(text, m["func"], m["metric"], m["config"], m["base"], m["sweep"], m["op"], value)
-
-
-def _same_sweep(want: str, got: Any) -> bool:
+def parse_expectation(text: str) -> Expectation:
     try:
-        return math.isclose(float(want), float(got), rel_tol=1e-9)
-    except (TypeError, ValueError):
-        return str(got) == want
-
-
-def evaluate(e: Expectation, comparison: dict[str, Any]) -> tuple[bool, str]:
-    field = {"mean": "mean", "ratio": "ratio", "ratio_low": "low", "ratio_high": "high"}[e.func]
-    points = [
-        p for p in comparison["points"] if e.sweep is None or _same_sweep(e.sweep, p["sweep_value"])
-    ]
-    if not points:
-        return False, f"no sweep point {e.sweep}"
-    notes = []
-    ok = True
-    for p in points:
-        entry = next((c for c in p["configurations"] if c["configuration"] == e.config), None)
-        where = "" if p["sweep_value"] is None else f" at sweep={p['sweep_value']}"
-        if entry is None:
-            return False, f"no configuration {e.config!r}"
-        if e.metric not in entry["metrics"]:
-            return False, f"unknown metric {e.metric!r}"
-        v = entry["metrics"][e.metric][field]
-        if v is None:
-            ok = False
-            notes.append(f"{e.func}{where}: no value (failed runs, or too few repetitions)")
-            continue
-        held = OPS[e.op](float(v), e.value)
-        ok = ok and held
-        notes.append(f"{e.func}{where} = {float(v):.4g} {'holds' if held else 'FAILS'}")
-    return ok, "; ".join(notes)
+        return Expectation.parse(text)
+    except ExpectationError as err:
+        raise CliError(str(err)) from None
 
 
 def check_expectations(
     client: Client, exp_id: int, texts: list[str]
 ) -> list[tuple[Expectation, bool, str]]:
-    expects = [Expectation.parse(t) for t in texts]
+    expects = [parse_expectation(t) for t in texts]
     by_base: dict[str | None, dict[str, Any]] = {}
     verdicts = []
     for e in expects:
@@ -298,17 +233,24 @@ def check_expectations(
     return verdicts
 
 
-def junit(exp: dict[str, Any], verdicts: list[tuple[Expectation, bool, str]], path: Path) -> None:
+def junit(
+    exp: dict[str, Any],
+    verdicts: list[tuple[Expectation, bool, str]],
+    claims: list[dict[str, Any]],
+    path: Path,
+) -> None:
     suites = ET.Element("testsuites")
     runs = exp["runs"] or []
-    failures = sum(1 for r in runs if r["state"] != "succeeded") + sum(
-        1 for _, ok, _ in verdicts if not ok
+    failures = (
+        sum(1 for r in runs if r["state"] != "succeeded")
+        + sum(1 for _, ok, _ in verdicts if not ok)
+        + sum(1 for c in claims if c["verdict"] != "holds")
     )
     suite = ET.SubElement(
         suites,
         "testsuite",
         name=f"satlab experiment {exp['id']} ({exp['scenario_name']})",
-        tests=str(len(runs) + len(verdicts)),
+        tests=str(len(runs) + len(verdicts) + len(claims)),
         failures=str(failures),
     )
     for r in runs:
@@ -328,26 +270,49 @@ def junit(exp: dict[str, Any], verdicts: list[tuple[Expectation, bool, str]], pa
             fail.text = note
         else:
             ET.SubElement(case, "system-out").text = note
+    for c in claims:
+        case = ET.SubElement(suite, "testcase", classname="satlab.expectations", name=c["id"])
+        text = f"{c['verdict']}: {c['claim']} ({c['measure']}): {c['note']}"
+        if c["verdict"] != "holds":
+            ET.SubElement(case, "failure", message=c["verdict"]).text = text
+        else:
+            ET.SubElement(case, "system-out").text = text
     ET.indent(suites)
     path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True))
 
 
 def wait_and_check(client: Client, exp_id: int, args: argparse.Namespace) -> int:
     for t in args.expect or []:
-        Expectation.parse(t)  # a typo fails before the wait, not after
+        parse_expectation(t)  # a typo fails before the wait, not after
     exp = wait(client, exp_id)
     console.print(f"experiment {exp_id} {exp['state']}")
     show_comparison(client, exp_id, args.baseline, None)
     verdicts = check_expectations(client, exp_id, args.expect or [])
     for e, ok, note in verdicts:
         console.print(f"[{'green' if ok else 'red'}]{'PASS' if ok else 'FAIL'}[/] {e.text}: {note}")
+    claims: list[dict[str, Any]] = client.call("GET", f"/api/experiments/{exp_id}/expectations")
+    print_verdicts(claims)
     if args.junit:
-        junit(exp, verdicts, Path(args.junit))
+        junit(exp, verdicts, claims, Path(args.junit))
         console.print(f"JUnit XML written to {args.junit}")
     failed_runs = [r for r in exp["runs"] or [] if r["state"] != "succeeded"]
     for r in failed_runs:
         console.print(f"[red]run {r['id']} {r['configuration']} {r['state']}:[/] {r.get('error')}")
-    return 1 if failed_runs or not all(ok for _, ok, _ in verdicts) else 0
+    held = all(ok for _, ok, _ in verdicts) and all(c["verdict"] == "holds" for c in claims)
+    return 1 if failed_runs or not held else 0
+
+
+VERDICT_STYLE = {"holds": "green", "direction": "yellow", "fails": "red", "no-data": "red"}
+
+
+def print_verdicts(claims: list[dict[str, Any]]) -> None:
+    """The scenario's expectations, one line each: verdict, id, claim, measured mean [CI]."""
+    for c in claims:
+        style = VERDICT_STYLE[c["verdict"]]
+        console.print(
+            f"[{style}]{c['verdict'].upper()}[/] {c['id']}: {c['claim']} "
+            f"({c['measure']}, band [{c['band'][0]:g}, {c['band'][1]:g}]): {c['note']}"
+        )
 
 
 # -- list, show, compare, export --
@@ -526,6 +491,19 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_library(args: argparse.Namespace) -> int:
+    from satlab import db
+    from satlab.service import library
+
+    with db.new_session() as s:
+        outcomes = library.sync(s, Path(args.root))
+    for o in outcomes:
+        line = f"{o.action:9} {o.name} ({o.path})" + (f": {o.detail}" if o.detail else "")
+        style = "red" if o.action == "failed" else None
+        out.print(line, style=style, markup=False, highlight=False)
+    return 1 if any(o.action == "failed" for o in outcomes) else 0
+
+
 def migrate() -> None:
     from alembic import command
     from alembic.config import Config
@@ -551,7 +529,12 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("submit", help="submit a scenario file to a SatLab service")
     common(p)
     p.add_argument("file")
-    p.add_argument("--sweep", metavar="PATH=V1,V2", help="replace the scenario's sweep")
+    p.add_argument(
+        "--sweep",
+        action="append",
+        metavar="PATH=V1,V2",
+        help="replace the scenario's sweep (twice: two dimensions)",
+    )
     p.add_argument("--repetitions", type=int)
     p.add_argument("--config", action="append", help="only this configuration (repeatable)")
     p.add_argument("--priority", type=int, default=0)
@@ -593,6 +576,11 @@ def add_parsers(sub: Any) -> None:
     t = tsub.add_parser("revoke")
     t.add_argument("id", type=int)
     sub.add_parser("migrate", help="bring the database schema up to date (Alembic)")
+    p = sub.add_parser("library", help="the service's scenario library (writes the database)")
+    lsub = p.add_subparsers(dest="library_cmd", required=True)
+    lsub.add_parser("sync", help="import the repository's scenarios and their files").add_argument(
+        "--root", default=str(REPO_ROOT), help="the repository (default: this checkout)"
+    )
     p = sub.add_parser("worker", help="run an experiment worker (root)")
     p.add_argument("--once", action="store_true", help="run what is queued, then exit")
 
@@ -608,7 +596,7 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
 
 
 def handles(cmd: str) -> bool:
-    return cmd in COMMANDS or cmd in ("token", "migrate", "worker")
+    return cmd in COMMANDS or cmd in ("token", "migrate", "worker", "library")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -618,6 +606,8 @@ def dispatch(args: argparse.Namespace) -> int:
         if args.cmd == "migrate":
             migrate()
             return 0
+        if args.cmd == "library":
+            return cmd_library(args)
         if args.cmd == "worker":
             from satlab import worker
 

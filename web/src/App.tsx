@@ -7,6 +7,7 @@ import { useRoute } from './lib/router.ts';
 import { ExperimentsPage } from './pages/Experiments.tsx';
 import { ExperimentView } from './pages/ExperimentView.tsx';
 import { Home } from './pages/Home.tsx';
+import { ReproductionsPage } from './pages/Reproductions.tsx';
 import { RunView } from './pages/RunView.tsx';
 import { ScenarioEditor } from './pages/ScenarioEditor.tsx';
 import { ScenariosPage } from './pages/Scenarios.tsx';
@@ -25,6 +26,7 @@ function Page() {
   if (a === 'experiments') return <ExperimentsPage />;
   if (a === 'runs' && b) return <RunView key={b} id={Number(b)} />;
   if (a === 'tokens') return <TokensPage />;
+  if (a === 'reproductions') return <ReproductionsPage />;
   return <Home />;
 }
 
@@ -32,6 +34,7 @@ const NAV = [
   ['', 'Start'],
   ['scenarios', 'Scenarios'],
   ['experiments', 'Experiments'],
+  ['reproductions', 'Reproductions'],
 ] as const;
 
 export function App() {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from satlab import cli, worker
-from satlab.remote_cli import CliError, Expectation, evaluate
+from satlab.expectations import Expectation, ExpectationError, evaluate
 
 from .conftest import FADE, Tokens, needs_testbed, scenario_yaml
 
@@ -107,7 +107,7 @@ def test_expectation_grammar() -> None:
     )
     assert Expectation.parse("mean(completion_s, bbr) < 30").baseline is None
     for bad in ("ratio(goodput_bps, bbr) > 1", "goodput > 3", "mean(x, y) >> 2"):
-        with pytest.raises(CliError):
+        with pytest.raises(ExpectationError):
             Expectation.parse(bad)
     cmp = {
         "points": [

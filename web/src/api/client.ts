@@ -19,6 +19,7 @@ export type AggregateRow = Schemas['AggregateRow'];
 export type Results = Schemas['ResultsOut'];
 export type ComparedMetric = Schemas['ComparedMetric'];
 export type Comparison = Schemas['ComparisonOut'];
+export type Verdict = Schemas['VerdictOut'];
 export type SeriesInfo = Schemas['SeriesInfo'];
 export type SeriesBuckets = Schemas['SeriesBuckets'];
 export type SweepValue = AggregateRow['sweep_value'];

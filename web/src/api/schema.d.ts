@@ -331,6 +331,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/experiments/{experiment_id}/expectations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The scenario's expectations judged on the comparison (no-data until runs have results) */
+        get: operations["expectations_api_experiments__experiment_id__expectations_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/experiments/{experiment_id}/export": {
         parameters: {
             query?: never;
@@ -518,6 +535,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reproductions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit the selected reproduction scenarios for the server's commit (idempotent) */
+        post: operations["submit_api_reproductions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reproductions/latest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The report of the newest commit with reproduction experiments (or of `commit`) */
+        get: operations["latest_api_reproductions_latest_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/whoami": {
         parameters: {
             query?: never;
@@ -596,7 +647,7 @@ export interface components {
             /** Configuration */
             configuration: string;
             /** Sweep Value */
-            sweep_value: number | string | null;
+            sweep_value: boolean | number | string | (boolean | number | string)[] | null;
             /** Runs */
             runs: number;
             /** Succeeded */
@@ -632,6 +683,62 @@ export interface components {
             max: number;
             /** Mean */
             mean: number;
+        };
+        /** ClaimOut */
+        ClaimOut: {
+            /** Id */
+            id: string;
+            /** Paper */
+            paper: string;
+            /** Source */
+            source: string | null;
+            /** Section */
+            section: string | null;
+            /** Figure */
+            figure: string | null;
+            /** Statement */
+            statement: string | null;
+            /** Measure */
+            measure: string | null;
+            /** Point */
+            point: {
+                [key: string]: unknown;
+            } | null;
+            /** Band */
+            band: number[] | null;
+            /** Direction */
+            direction: string | null;
+            /** Neutral */
+            neutral: number | null;
+            /** Mean */
+            mean: number | null;
+            /** Ci */
+            ci: number[] | null;
+            /** N */
+            n: number | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "holds" | "direction" | "fails" | "no-data";
+            /** Note */
+            note: string | null;
+            /** Linux Note */
+            linux_note: string | null;
+            /** Scenario */
+            scenario: string;
+            /** Subset */
+            subset: string;
+            /** Seeds */
+            seeds: number[];
+            /** Experiment Id */
+            experiment_id: number | null;
+            /** Results Dir */
+            results_dir: string | null;
+            /** Versions */
+            versions: {
+                [key: string]: string | null;
+            };
         };
         /** ComparedConfiguration */
         ComparedConfiguration: {
@@ -684,7 +791,7 @@ export interface components {
         /** ComparisonPoint */
         ComparisonPoint: {
             /** Sweep Value */
-            sweep_value: number | string | null;
+            sweep_value: boolean | number | string | (boolean | number | string)[] | null;
             /** Configurations */
             configurations: components["schemas"]["ComparedConfiguration"][];
         };
@@ -827,8 +934,11 @@ export interface components {
              * @description a subset of the scenario's; default all
              */
             configurations?: string[] | null;
-            /** @description replaces the scenario's sweep */
-            sweep?: components["schemas"]["Sweep"] | null;
+            /**
+             * Sweep
+             * @description replaces the scenario's sweep (one dimension or a list of two)
+             */
+            sweep?: components["schemas"]["Sweep"] | components["schemas"]["Sweep"][] | null;
             /**
              * Repetitions
              * @description replaces the scenario's
@@ -1136,6 +1246,59 @@ export interface components {
         ReceiverSettings: {
             withhold?: components["schemas"]["Withhold"] | null;
         };
+        /** ReportOut */
+        ReportOut: {
+            /** Schema */
+            schema: string;
+            /** Commit */
+            commit: string;
+            /** Generated At */
+            generated_at: string;
+            summary: components["schemas"]["SummaryOut"];
+            /** Claims */
+            claims: components["schemas"]["ClaimOut"][];
+            /**
+             * Parts
+             * @description per scenario: subset, commit, time, state, experiment, seeds, versions, the sweep series plotted and the PFTK model beside NewReno
+             */
+            parts: {
+                [key: string]: unknown;
+            }[];
+        };
+        /** ReproductionIn */
+        ReproductionIn: {
+            /**
+             * Subset
+             * @description ci: the scenarios with `reproduction.ci`, shrunk; full: as written
+             * @default ci
+             * @enum {string}
+             */
+            subset: "ci" | "full";
+            /**
+             * Paper
+             * @description only this paper's scenarios
+             */
+            paper?: ("eten" | "ipern" | "garcia" | "yang" | "ecn" | "product") | null;
+            /**
+             * Claim
+             * @description only the scenario of this claim
+             */
+            claim?: string | null;
+        };
+        /** ReproductionOut */
+        ReproductionOut: {
+            /** Commit */
+            commit: string;
+            /** Subset */
+            subset: string;
+            /** Experiments */
+            experiments: components["schemas"]["SubmittedOut"][];
+            /**
+             * Estimate S
+             * @description the estimates of the experiments created now
+             */
+            estimate_s: number;
+        };
         /** ResultsOut */
         ResultsOut: {
             /** Experiment Id */
@@ -1180,8 +1343,11 @@ export interface components {
             index: number;
             /** Configuration */
             configuration: string;
-            /** Sweep Value */
-            sweep_value: number | string | null;
+            /**
+             * Sweep Value
+             * @description one dimension: the value; two: [v1, v2]
+             */
+            sweep_value: boolean | number | string | (boolean | number | string)[] | null;
             /** Repetition */
             repetition: number;
             /** Seed */
@@ -1298,18 +1464,47 @@ export interface components {
             /** Created */
             created: boolean;
         };
+        /** SubmittedOut */
+        SubmittedOut: {
+            /** Scenario */
+            scenario: string;
+            /** Experiment Id */
+            experiment_id: number;
+            /** Created */
+            created: boolean;
+            /** Runs */
+            runs: number;
+            /** Estimate S */
+            estimate_s: number;
+        };
+        /** SummaryOut */
+        SummaryOut: {
+            /** Holds */
+            holds: number;
+            /** Direction */
+            direction: number;
+            /** Fails */
+            fails: number;
+            /** No-Data */
+            "no-data": number;
+            /** Total */
+            total: number;
+        };
         /**
          * Sweep
-         * @description One link parameter varied over values; `path` is a dotted path into `link`.
+         * @description One scenario field varied over values. `path` is dotted from the scenario's top
+         *     (`link.forward.bit_errors.ber`, `hosts.settings.rack`, `traffic.0.bytes`,
+         *     `configurations.1.transport.ecn_ld_k`, `duration_s`); a path whose first key is not a
+         *     scenario field is taken inside `link` (`forward.bit_errors.ber`).
          */
         Sweep: {
             /**
              * Path
-             * @example forward.bit_errors.ber
+             * @example link.forward.bit_errors.ber
              */
             path: string;
             /** Values */
-            values: (number | string)[];
+            values: (boolean | number | string)[];
         };
         /** TokenCreated */
         TokenCreated: {
@@ -1420,6 +1615,71 @@ export interface components {
             input?: unknown;
             /** Context */
             ctx?: Record<string, never>;
+        };
+        /**
+         * VerdictOut
+         * @description One scenario expectation judged on the comparison (satlab.expectations).
+         */
+        VerdictOut: {
+            /** Id */
+            id: string;
+            /** Claim */
+            claim: string;
+            /**
+             * Source
+             * @description paper, and section, figure or table if given
+             */
+            source: {
+                [key: string]: string;
+            };
+            /**
+             * Measure
+             * @description FUNC(METRIC, CONFIG[/BASELINE])
+             */
+            measure: string;
+            /**
+             * At
+             * @description the sweep point; null: every point
+             */
+            at: {
+                [key: string]: boolean | number | string;
+            } | null;
+            /**
+             * Band
+             * @description [low, high]: the claim holds when the mean lies in it
+             */
+            band: number[];
+            /** Direction */
+            direction: (">" | "<") | null;
+            /** Neutral */
+            neutral: number | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "holds" | "direction" | "fails" | "no-data";
+            /**
+             * Mean
+             * @description the measured mean at the deciding point
+             */
+            mean: number | null;
+            /**
+             * Ci
+             * @description its 95% interval [low, high]; null: none
+             */
+            ci: number[] | null;
+            /**
+             * N
+             * @description repetitions behind it (the smaller side of a ratio)
+             */
+            n: number;
+            /**
+             * Note
+             * @description the value at every point judged, or why there is none
+             */
+            note: string;
+            /** Linux Note */
+            linux_note: string | null;
         };
         /** WhoAmI */
         WhoAmI: {
@@ -2215,6 +2475,37 @@ export interface operations {
             };
         };
     };
+    expectations_api_experiments__experiment_id__expectations_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerdictOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     export_api_experiments__experiment_id__export_get: {
         parameters: {
             query?: {
@@ -2567,6 +2858,70 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    submit_api_reproductions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReproductionIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReproductionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    latest_api_reproductions_latest_get: {
+        parameters: {
+            query?: {
+                commit?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportOut"];
+                };
             };
             /** @description Validation Error */
             422: {

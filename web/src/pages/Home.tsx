@@ -1,11 +1,14 @@
 // The first-run path: after `make run` the quickstart comparison is already submitted, so the
 // first thing a newcomer sees is that experiment, live or finished, one click away, with what it
-// is about in plain words.
+// is about in plain words. Next comes the product's central comparison, geo-rain-comparison, which
+// the scenario library holds from the service's first start (satlab library sync).
 import { api, canSubmit, ok } from '../api/client.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, Progress, StateBadge } from '../components/bits.tsx';
 import { fmtDuration, fmtWhen } from '../lib/format.ts';
 import { useAsync } from '../lib/useAsync.ts';
+
+const RAIN = 'geo-rain-comparison';
 
 export function Home() {
   const { who } = useAuth();
@@ -14,6 +17,12 @@ export function Home() {
   const quick = items.find((e) => e.scenario_name === 'quickstart') ?? items[0];
   const done = quick ? Object.entries(quick.runs_by_state).reduce((n, [s, k]) => (s === 'queued' || s === 'running' ? n : n + k), 0) : 0;
   const total = quick ? Object.values(quick.runs_by_state).reduce((a, b) => a + b, 0) : 0;
+  const rainScenario = useAsync(
+    () => ok(api.GET('/api/scenarios', { params: { query: { name: RAIN, limit: 5 } } })),
+    [],
+  );
+  const rain = rainScenario.data?.items.find((s) => s.name === RAIN);
+  const rainExp = items.find((e) => e.scenario_name === RAIN);
 
   return (
     <div className="stack">
@@ -69,6 +78,29 @@ export function Home() {
           </>
         )}
       </section>
+      {rain ? (
+        <section className="card" aria-labelledby="rain-title">
+          <h2 id="rain-title">Next: which transport helps when it rains?</h2>
+          <p>
+            <strong>{RAIN}</strong> puts every scheme SatLab carries side by side on a Ka-band GEO link in a real rain event
+            (ITU-R P.1853, synthesised for Toulouse): CUBIC, NewReno, BETEN, Oracle ETEN, both CETEN forms, IP-ERN and
+            a split-TCP PEP. As the fade deepens the link steps its modulation down
+            nine times, and frames caught at the edge of decoding arrive with bit errors: the losses ETEN, CETEN and the
+            PEP each answer differently. One bulk download and a stream of short web objects, three repetitions (about
+            22 minutes).
+          </p>
+          <p>
+            <a className="btn btn--primary" href={`#/scenarios/${rain.id}`}>
+              Open the scenario{canSubmit(who) ? ' and run it' : ''} →
+            </a>{' '}
+            {rainExp ? (
+              <a className="btn" href={`#/experiments/${rainExp.id}`}>
+                Latest run: #{rainExp.id} <StateBadge state={rainExp.state} />
+              </a>
+            ) : null}
+          </p>
+        </section>
+      ) : null}
       <ErrorBox error={exps.error} title="Cannot list experiments" />
       {items.length > 1 ? (
         <section className="card" aria-labelledby="recent-title">

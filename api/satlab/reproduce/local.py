@@ -1,0 +1,127 @@
+"""Reproduction scenarios run locally (root), through the code `satlab run` uses (expand_runs,
+the emulator's check of every link, testbed.runner.run_one), kept so a re-run resumes.
+
+Layout, one directory per commit: results/reproduce-COMMIT/SUBSET/SCENARIO/ holds run-NNN.json
+(the run documents, docs/run-result.md) and part.json (scenario, paper, subset, commit, the
+scenario as run, times, kernel). A run whose document says `ok` is not run again; a failed or
+missing one is. When the scenario as run changed (an edited file on the same commit), its old
+documents are dropped first. Every part of a commit's directory goes into its report, whenever
+it was run.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from satlab import __version__
+from satlab.reproduce.parts import aggregate_documents, seeds, verdicts_for
+from satlab.reproduce.selection import Entry, Subset
+from satlab.scenario import expand_runs
+from satlab.testbed.emulator import check_link
+from satlab.testbed.runner import run_one
+
+Progress = Callable[[str, float, str], None]  # (run label, fraction, message)
+
+
+def default_root(commit: str) -> Path:
+    return Path("results") / f"reproduce-{commit}"
+
+
+def part_dir(root: Path, subset: Subset, name: str) -> Path:
+    return root / subset / name
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_entry(entry: Entry, subset: Subset, root: Path, commit: str, show: Progress) -> Path:
+    """Runs what is missing of one scenario; returns its part directory."""
+    sc = entry.scenario(subset)
+    spec = sc.model_dump(mode="json")
+    runs = expand_runs(sc)
+    for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
+        check_link(json.loads(link))
+    out = part_dir(root, subset, entry.name)
+    out.mkdir(parents=True, exist_ok=True)
+    meta_file = out / "part.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else None
+    if meta is not None and meta.get("spec") != spec:
+        for old in out.glob("run-*.json"):
+            old.unlink()  # the scenario changed since: its runs measure something else
+        meta = None
+    meta = meta or {
+        "scenario": entry.name,
+        "paper": entry.paper,
+        "subset": subset,
+        "commit": commit,
+        "spec": spec,
+        "started_at": _now(),
+    }
+    meta_file.write_text(json.dumps(meta, indent=1))
+    for n, rs in enumerate(runs, 1):
+        path = out / f"run-{n:03d}.json"
+        label = f"{entry.name} run {n}/{len(runs)} {rs.configuration.name}"
+        if rs.sweep_value is not None:
+            label += f" {rs.sweep_value}"
+        if path.is_file() and json.loads(path.read_text()).get("status") == "ok":
+            show(label, 1.0, "kept from an earlier run")
+            continue
+
+        def progress(fraction: float, message: str, label: str = label) -> None:
+            show(label, fraction, message)
+
+        res = run_one(sc, rs, progress, artifacts=out / f"run-{n:03d}")
+        path.write_text(json.dumps(res))
+        show(label, 1.0, "ok" if res["status"] == "ok" else f"FAILED: {res.get('error', '')[:80]}")
+    meta["finished_at"] = _now()
+    meta["kernel"] = platform.release()
+    meta_file.write_text(json.dumps(meta, indent=1))
+    return out
+
+
+def load_part(directory: Path) -> dict[str, Any]:
+    """A report part from a part directory (report.assemble's input)."""
+    meta = json.loads((directory / "part.json").read_text())
+    spec = meta["spec"]
+    docs = [json.loads(p.read_text()) for p in sorted(directory.glob("run-*.json"))]
+    order: dict[str, tuple[str, Any]] = {}  # keyed by repr: a 2-D sweep value is a list
+    for d in docs:
+        key = (d["configuration"], (d.get("sweep") or {}).get("value"))
+        order.setdefault(repr(key), key)
+    rows = aggregate_documents(list(order.values()), docs)
+    kernels = {((d.get("inputs") or {}).get("versions") or {}).get("kernel") for d in docs}
+    failed = sum(1 for d in docs if d.get("status") != "ok")
+    state = "missing" if not docs else ("failed" if failed else "succeeded")
+    return {
+        "scenario": meta["scenario"],
+        "paper": meta["paper"],
+        "subset": meta["subset"],
+        "commit": meta["commit"],
+        "at": meta.get("finished_at") or meta["started_at"],
+        "state": state,
+        "experiment_id": None,
+        "results_dir": str(directory),
+        "seeds": seeds(spec),
+        "kernel": next(iter(sorted(k for k in kernels if k)), meta.get("kernel")),
+        "satlab": __version__,
+        "spec": spec,
+        "rows": rows,
+        "verdicts": verdicts_for(spec, rows),
+    }
+
+
+def collect(root: Path) -> list[dict[str, Any]]:
+    """Every part under a commit's directory; of a scenario run in both subsets, the later."""
+    latest: dict[str, tuple[float, Path]] = {}
+    for meta in root.glob("*/*/part.json"):
+        name = json.loads(meta.read_text())["scenario"]
+        mtime = meta.stat().st_mtime
+        if name not in latest or mtime > latest[name][0]:
+            latest[name] = (mtime, meta.parent)
+    return [load_part(d) for _, d in sorted(latest.values(), key=lambda x: str(x[1]))]
