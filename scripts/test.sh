@@ -26,6 +26,21 @@ stage() {
 
 web() { (cd "$ROOT/web" && npm run -s "$@"); }
 
+# One paper's CI-sized reproduction (`satlab reproduce --subset ci`), run locally in a scratch
+# directory (so an earlier run of this commit is not resumed): real runs, the expectations
+# evaluated, report.json and report.html written. It fails when a run fails or no report comes
+# out, not when a claim does not hold (that is a finding, reported). The full set: make reproduce.
+reproduction() {
+  local dir; dir="$(mktemp -d)"
+  (cd "$dir" && "$PY/satlab" reproduce --subset ci --local --paper "$1" --out "$dir/report" \
+    --docs "" && test -s "$dir/report/report.html" && "$PY/python" -c \
+    'import json,sys; r=json.load(open(sys.argv[1])); assert r["summary"]["total"] > 0, r' \
+    "$dir/report/report.json")
+  local rc=$?
+  rm -rf "$dir"
+  return $rc
+}
+
 # Tier 1: format and lint.
 stage "rust format" cargo fmt --all --check
 stage "rust clippy" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
@@ -47,6 +62,7 @@ stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
 stage "PEP tests (pytest, namespaces, emulator + split-TCP PEP)" "$PY/pytest" -q tests/pep
+stage "reproduction CI subset (TCP-ECN Table 5, local runs)" reproduction ecn
 
 # Tier 4: browser end-to-end (Debian's chromium, the real API, database and worker).
 stage "browser end-to-end (chromium, real API + worker)" "$ROOT/tests/e2e/run.sh"
