@@ -93,3 +93,33 @@ def test_the_pep_works_with_the_gateway_bump_at_the_same_edges() -> None:
         c = res["pep"][edge]["counters"]
         assert c["accepted"] == 1 and c["closed"] == 1, (edge, c)
         assert res["gateway"][edge]["counters"]["egress_tx_frames"] > 100
+
+
+def test_a_beten_satellite_leg_takes_the_far_edges_notices() -> None:
+    """PEP + an ETEN-aware satellite leg: sl_beten runs on the gw edge's PEP sockets, and its
+    notice parser sits on the edge's satellite-side interface (sat0; an end host's is eth0), so
+    the st edge's notices for corrupted segments reach the PEP (once refused: no eth0 at gw)."""
+    from satlab.scenario import expand_runs, parse_scenario
+    from satlab.testbed.runner import run_one
+
+    sc = parse_scenario(
+        {
+            "name": "pep-beten",
+            "duration_s": 8,
+            "hosts": {"settings": {"timestamps": False}},
+            "link": link(10e6, 520, corrupt_ber=2e-6),
+            "traffic": [{"kind": "bulk_tcp", "duration_s": 8}],
+            "configurations": [
+                {
+                    "name": "pep-beten",
+                    "gateway": {"eten": True},
+                    "pep": {"edges": "both", "congestion_control": "sl_beten"},
+                }
+            ],
+        }
+    )
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    notices = res["gateway"]["st"]["counters"]["eten_notices"]
+    beten = res["endhosts"]["gw"]["sl_beten"]["stats"]
+    assert notices > 0 and beten["accepted"] > 0 and beten["loss_corruption"] > 0, (notices, beten)
