@@ -30,10 +30,13 @@ if [ -n "${SATLAB_EXTRA_CA:-}" ]; then
   [ -r "$SATLAB_EXTRA_CA" ] || { echo "SATLAB_EXTRA_CA: cannot read $SATLAB_EXTRA_CA" >&2; exit 1; }
   secret=(--secret "id=extra_ca,src=$SATLAB_EXTRA_CA")
 fi
+# The commit the service reports (satlab reproduce groups results by it; the image has no .git).
+COMMIT="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
 for target in "${targets[@]}"; do
   t0=$SECONDS
   DOCKER_BUILDKIT=1 "$DOCKER" build --quiet --network host "${secret[@]}" \
-    --build-arg "BASE=$BASE" -f "$ROOT/docker/Dockerfile" --target "$target" \
+    --build-arg "BASE=$BASE" --build-arg "SATLAB_COMMIT=$COMMIT" \
+    -f "$ROOT/docker/Dockerfile" --target "$target" \
     -t "satlab/$target:$TAG" "$ROOT" >/dev/null
   echo "    satlab/$target:$TAG ($((SECONDS - t0)) s)"
 done
