@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from satlab.reproduce import local, pftk, report
-from satlab.reproduce.parts import aggregate_documents, seeds, verdicts_for
+from satlab.reproduce.local import rows_of
+from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import SelectionError, load_entries, select
 
 # A reproduction scenario of the agreed format: a BER sweep, NewReno against CUBIC, two claims.
@@ -111,8 +112,7 @@ def docs_of(goodput: dict[tuple[str, float], list[float]]) -> list[dict[str, Any
 def make_part(tmp_path: Path, goodput: dict[tuple[str, float], list[float]]) -> dict[str, Any]:
     entry = load_entries(write_scenarios(tmp_path / "scenarios"))[0]
     spec = entry.scenario("full").model_dump(mode="json")
-    order = list(dict.fromkeys((cfg, ber) for cfg, ber in goodput))
-    rows = aggregate_documents(order, docs_of(goodput))
+    rows = rows_of(docs_of(goodput))
     return {
         "scenario": entry.name,
         "paper": entry.paper,

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from satlab import __version__
-from satlab.reproduce.parts import aggregate_documents, seeds, verdicts_for
+from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import Entry, Subset
 from satlab.scenario import expand_runs
+from satlab.service.results import aggregate_rows, headline
 from satlab.testbed.emulator import check_link
 from satlab.testbed.runner import run_one
 
@@ -85,16 +86,25 @@ def run_entry(entry: Entry, subset: Subset, root: Path, commit: str, show: Progr
     return out
 
 
+def rows_of(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The aggregate rows (service/results.py's) of run documents given in run order."""
+    return aggregate_rows(
+        (
+            d["configuration"],
+            (d.get("sweep") or {}).get("value"),
+            headline(d) if d.get("status") == "ok" else None,
+        )
+        for d in docs
+    )
+
+
 def load_part(directory: Path) -> dict[str, Any]:
     """A report part from a part directory (report.assemble's input)."""
     meta = json.loads((directory / "part.json").read_text())
     spec = meta["spec"]
+    # run order: the files are named by run index
     docs = [json.loads(p.read_text()) for p in sorted(directory.glob("run-*.json"))]
-    order: dict[str, tuple[str, Any]] = {}  # keyed by repr: a 2-D sweep value is a list
-    for d in docs:
-        key = (d["configuration"], (d.get("sweep") or {}).get("value"))
-        order.setdefault(repr(key), key)
-    rows = aggregate_documents(list(order.values()), docs)
+    rows = rows_of(docs)
     kernels = {((d.get("inputs") or {}).get("versions") or {}).get("kernel") for d in docs}
     failed = sum(1 for d in docs if d.get("status") != "ok")
     state = "missing" if not docs else ("failed" if failed else "succeeded")
