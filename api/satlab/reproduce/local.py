@@ -102,8 +102,9 @@ def load_part(directory: Path) -> dict[str, Any]:
     """A report part from a part directory (report.assemble's input)."""
     meta = json.loads((directory / "part.json").read_text())
     spec = meta["spec"]
-    # run order: the files are named by run index
-    docs = [json.loads(p.read_text()) for p in sorted(directory.glob("run-*.json"))]
+    # in run order: the files are named by run index (run-001 ... run-1000)
+    files = sorted(directory.glob("run-*.json"), key=lambda p: int(p.stem.split("-", 1)[1]))
+    docs = [json.loads(p.read_text()) for p in files]
     rows = rows_of(docs)
     kernels = {((d.get("inputs") or {}).get("versions") or {}).get("kernel") for d in docs}
     failed = sum(1 for d in docs if d.get("status") != "ok")
