@@ -52,8 +52,14 @@ def test_a_run_with_red_ecn_and_ceten_at_the_edges() -> None:
     assert gw["role"] == "gw" and st["role"] == "st"
     assert gw["telemetry_connected"] and gw["egress"]["pace_rate_bps"] == pytest.approx(9.7e6)
     assert gw["counters"]["egress_tx_frames"] > 1000
-    # the bottleneck queue is the gateway's: ECN-capable cubic gets marks, not early drops
-    assert gw["counters"]["aqm_marked"] > 0 and gw["counters"]["aqm_early_drops"] == 0
+    # The bottleneck queue is the gateway's: ECN-capable cubic gets marks. RED early-drops only
+    # Not-ECT packets, and in an ECN flow Linux sends only its retransmissions Not-ECT
+    # (tcp_ecn_send, as RFC 3168 section 6.1.5 asks), which follow forced or tail drops: early
+    # drops are bounded by the retransmissions (5 early drops with 77 marks were seen in CI).
+    c = gw["counters"]
+    retransmissions = sum(h["Tcp.RetransSegs"] for h in res["hosts"].values())
+    assert c["aqm_marked"] > 0
+    assert c["aqm_early_drops"] <= retransmissions, (c, retransmissions)
     assert st["ceten"]["corruption"]["samples"] > 1000  # every forward packet event
     # (how much of the link a 6-s cubic flow gets under RED depends on when the first marks fall
     # in slow start; drop-tail through the gateway gives ~96 % of the no-gateway goodput)
