@@ -58,7 +58,7 @@ stage "web unit tests (vitest)" web test
 stage "endhosts eBPF tests (pytest, real kernel)" "$PY/pytest" -q endhosts/tests
 
 # Tier 3: testbed integration (real namespaces, real flows through the emulator).
-stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q tests/testbed
+stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q --durations=8 tests/testbed
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
 stage "PEP tests (pytest, namespaces, emulator + split-TCP PEP)" "$PY/pytest" -q tests/pep

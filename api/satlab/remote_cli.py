@@ -445,6 +445,16 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(client: Client, args: argparse.Namespace) -> int:
+    r = client.http.get(f"/api/experiments/{args.id}/report")
+    if r.status_code >= 400:
+        raise CliError(f"report: {r.status_code} {r.text}")
+    out = Path(args.output or f"satlab-experiment-{args.id}.html")
+    out.write_bytes(r.content)
+    console.print(f"report written to {out} ({len(r.content) // 1024} KiB, opens offline)")
+    return 0
+
+
 def cmd_wait(client: Client, args: argparse.Namespace) -> int:
     return wait_and_check(client, args.id, args)
 
@@ -564,6 +574,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--format", choices=["csv", "json"], default="csv")
     p.add_argument("--what", choices=["runs", "aggregate"], default="runs")
     p.add_argument("-o", "--output")
+    p = sub.add_parser("report", help="an experiment's report: one self-contained HTML file")
+    common(p)
+    p.add_argument("id", type=int)
+    p.add_argument("-o", "--output", help="file (default satlab-experiment-ID.html)")
     p = sub.add_parser("token", help="API tokens, written directly to the database (DATABASE_URL)")
     tsub = p.add_subparsers(dest="token_cmd", required=True)
     t = tsub.add_parser("create")
@@ -592,6 +606,7 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
     "show": cmd_show,
     "compare": cmd_compare,
     "export": cmd_export,
+    "report": cmd_report,
 }
 
 

@@ -3,7 +3,9 @@
 // CSV, chart CSV and SVG exports read back; a run's time series, losses by cause and zoom; the
 // start page leads to the experiment in one click; a scenario with experiments is not deleted.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import {
   ADMIN, apiGet, BASE, createExperiment, createScenario, fmtBps, shot, signIn, useBrowser,
 } from './fixture.mjs';
@@ -57,6 +59,30 @@ ui.step('results: the comparison shows the stored numbers; CSV export', async ()
     page.getByRole('figure', { name: /Goodput per configuration/ }).getByRole('button', { name: 'SVG' }).click(),
   ]);
   assert.match(readFileSync(await svg.path(), 'utf8'), /^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+});
+
+ui.step('report: one HTML file with every section opens offline', async () => {
+  const { page } = ui;
+  const exp = await apiGet(`/api/experiments/${experimentId}`);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Report' }).click()]);
+  assert.equal(dl.suggestedFilename(), `satlab-experiment-${experimentId}.html`);
+  const file = join(mkdtempSync(join(tmpdir(), 'satlab-report-')), dl.suggestedFilename());
+  await dl.saveAs(file); // as a user saves it: the .html name makes the browser render it
+  const report = await page.context().newPage();
+  const fetched = [];
+  report.on('request', (r) => { fetched.push(r.url()); });
+  await report.goto(`file://${file}`);
+  assert.deepEqual(fetched.filter((u) => !u.startsWith('file:')), [], 'the report loads nothing');
+  await report.getByRole('heading', { name: `SatLab experiment ${experimentId}: ${exp.scenario_name}` }).waitFor();
+  for (const section of ['Link', 'Configurations', 'Comparison with cubic', 'Expectations', 'Over time', 'Runs', 'Scenario']) {
+    await report.getByRole('heading', { name: section, exact: true }).waitFor();
+  }
+  for (const r of exp.runs) {
+    assert.equal(await report.getByRole('row', { name: new RegExp(`^${r.id} ${r.configuration} `) }).count(), 1, `run ${r.id} listed`);
+  }
+  await shot(report, '07b-experiment-report');
+  await report.close();
+  rmSync(dirname(file), { recursive: true });
 });
 
 ui.step('run: time series with zoom, losses by cause', async () => {

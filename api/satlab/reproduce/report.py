@@ -14,13 +14,13 @@ comes from the parts.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 from satlab import __version__
+from satlab.htmlkit import esc, first, fmt, page, sweep_series, sweep_svg
 from satlab.reproduce import pftk
 from satlab.reproduce.parts import sweep_paths
 
@@ -49,33 +49,6 @@ def count(verdicts: list[str]) -> dict[str, int]:
             raise ValueError(f"verdict: {v!r} is not one of {', '.join(VERDICTS)}")
         out[v] += 1
     out["total"] = len(verdicts)
-    return out
-
-
-def _first(value: Any) -> Any:
-    """A sweep point's value on the plot's x axis: the first dimension of a two-dimensional one."""
-    return value[0] if isinstance(value, list) and value else value
-
-
-def _series_key(value: Any) -> str:
-    """Which series a point of a two-dimensional sweep belongs to: its second dimension."""
-    return f" ({value[1]})" if isinstance(value, list) and len(value) > 1 else ""
-
-
-def sweep_series(part: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
-    """Per metric: one series per configuration (and second sweep value), mean and CI half-width
-    against the (first) sweep value."""
-    out = []
-    for m in metrics:
-        series: dict[str, list[dict[str, Any]]] = {}
-        for row in part["rows"]:
-            x = _first(row["sweep_value"])
-            est = row["metrics"].get(m) or {}
-            label = row["configuration"] + _series_key(row["sweep_value"])
-            series.setdefault(label, []).append(
-                {"x": x, "mean": est.get("mean"), "half_width": est.get("half_width")}
-            )
-        out.append({"metric": m, "series": series})
     return out
 
 
@@ -112,7 +85,7 @@ def pftk_curve(part: dict[str, Any]) -> dict[str, Any] | None:
         "b": PFTK_B,
     }
     points = []
-    for x in sorted({_first(r["sweep_value"]) for r in part["rows"]}, key=float):
+    for x in sorted({first(r["sweep_value"]) for r in part["rows"]}, key=float):
         p = pftk.loss_from_ber(float(x), mtu)
         bps = (
             pftk.goodput_bps(
@@ -192,7 +165,7 @@ def assemble(parts: list[dict[str, Any]], commit: str) -> dict[str, Any]:
                 "seeds": part["seeds"],
                 "versions": versions,
                 "sweep_paths": sweep_paths(part["spec"]),
-                "plots": sweep_series(part, _metrics_of(part["verdicts"])),
+                "plots": sweep_series(part["rows"], _metrics_of(part["verdicts"])),
                 "pftk": pftk_curve(part),
             }
         )
@@ -208,25 +181,6 @@ def assemble(parts: list[dict[str, Any]], commit: str) -> dict[str, Any]:
 
 # -- HTML --
 
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1f2328}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}table{border-collapse:collapse;width:100%}
-td,th{border-bottom:1px solid #d0d7de;padding:4px 6px;text-align:left;vertical-align:top}
-.v{color:#fff;border-radius:3px;padding:1px 6px;white-space:nowrap}.muted{color:#6e7781}
-.counts span{margin-right:1.5em;font-size:1.1em}svg text{font-size:11px;fill:#1f2328}
-.note{font-size:12px;color:#57606a}
-"""
-
-
-def _e(x: Any) -> str:
-    return html.escape("" if x is None else str(x))
-
-
-def _fmt(x: Any) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    return f"{float(x):.4g}"
-
 
 def point_text(point: dict[str, Any] | None) -> str:
     """`ber=1.56e-05, sack=true`: a claim's sweep point by the last key of each path."""
@@ -238,8 +192,8 @@ def point_text(point: dict[str, Any] | None) -> str:
 
 def _measured(c: dict[str, Any]) -> str:
     ci = c.get("ci")
-    tail = f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else ""
-    return f"{_fmt(c.get('mean'))}{tail}"
+    tail = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
+    return f"{fmt(c.get('mean'))}{tail}"
 
 
 def claim_svg(c: dict[str, Any], width: int = 260, height: int = 34) -> str:
@@ -261,7 +215,7 @@ def claim_svg(c: dict[str, Any], width: int = 260, height: int = 34) -> str:
         return 6 + (width - 12) * (v - lo) / (hi - lo)
 
     y = height / 2
-    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(c["id"])}">']
+    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{esc(c["id"])}">']
     if len(band) == 2:
         x0, x1 = sx(float(band[0])), sx(float(band[1]))
         parts.append(
@@ -282,85 +236,10 @@ def claim_svg(c: dict[str, Any], width: int = 260, height: int = 34) -> str:
         )
     if c.get("mean") is not None and math.isfinite(float(c["mean"])):
         parts.append(f'<circle cx="{sx(float(c["mean"])):.1f}" cy="{y}" r="4" fill="{colour}"/>')
-    parts.append(f'<text x="2" y="{height - 1}">{_fmt(lo)}</text>')
-    parts.append(f'<text x="{width - 2}" y="{height - 1}" text-anchor="end">{_fmt(hi)}</text>')
+    parts.append(f'<text x="2" y="{height - 1}">{fmt(lo)}</text>')
+    parts.append(f'<text x="{width - 2}" y="{height - 1}" text-anchor="end">{fmt(hi)}</text>')
     parts.append("</svg>")
     return "".join(parts)
-
-
-PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#1b7c83", "#bf3989", "#57606a")
-
-
-def sweep_svg(plot: dict[str, Any], pftk_points: list[dict[str, Any]] | None, xlabel: str) -> str:
-    """Metric against the sweep value, one polyline (with CI whiskers) per series; the PFTK
-    model dashed. A log x axis when the values span two decades or more."""
-    series = {
-        k: [p for p in pts if p["mean"] is not None and isinstance(p["x"], int | float)]
-        for k, pts in plot["series"].items()
-    }
-    model = [p for p in pftk_points or [] if p["goodput_bps"] is not None]
-    xs = [float(p["x"]) for pts in series.values() for p in pts] + [float(p["x"]) for p in model]
-    ys = [
-        float(p["mean"]) + s * float(p["half_width"] or 0)
-        for pts in series.values()
-        for p in pts
-        for s in (-1, 1)
-    ]
-    if not xs or not ys:
-        return '<p class="muted">no numeric sweep values with data to plot</p>'
-    ymax = max(ys) * 1.1 or 1.0
-    ymin = min(0.0, min(ys))
-    logx = min(xs) > 0 and max(xs) / min(xs) >= 100
-    fx = math.log10 if logx else float
-    x0, x1 = fx(min(xs)), fx(max(xs))
-    if x1 <= x0:  # one sweep value (a CI subset): in the middle
-        x0, x1 = x0 - 1, x1 + 1
-    w, h, ml, mb = 600, 260, 76, 30
-
-    def sx(v: float) -> float:
-        return ml + (w - ml - 130) * (fx(v) - x0) / (x1 - x0)
-
-    def sy(v: float) -> float:
-        v = min(max(v, ymin), ymax)  # a model value off the chart is drawn at its edge
-        return (h - mb) - (h - mb - 10) * (v - ymin) / (ymax - ymin)
-
-    out = [f'<svg width="{w}" height="{h}" role="img" aria-label="{_e(plot["metric"])}">']
-    out.append(f'<line x1="{ml}" x2="{w - 130}" y1="{h - mb}" y2="{h - mb}" stroke="#57606a"/>')
-    out.append(f'<line x1="{ml}" x2="{ml}" y1="10" y2="{h - mb}" stroke="#57606a"/>')
-    for v in (ymin, (ymin + ymax) / 2, ymax):
-        out.append(f'<text x="{ml - 4}" y="{sy(v) + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
-    for v in sorted(set(xs)):
-        out.append(f'<text x="{sx(v):.1f}" y="{h - mb + 14}" text-anchor="middle">{_fmt(v)}</text>')
-    out.append(f'<text x="{ml}" y="{h - 2}">{_e(xlabel)}{" (log)" if logx else ""}</text>')
-    for i, (label, pts) in enumerate(series.items()):
-        colour = PALETTE[i % len(PALETTE)]
-        pts = sorted(pts, key=lambda p: float(p["x"]))
-        line = " ".join(f"{sx(float(p['x'])):.1f},{sy(float(p['mean'])):.1f}" for p in pts)
-        out.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-        for p in pts:
-            cx, m, hw = sx(float(p["x"])), float(p["mean"]), float(p["half_width"] or 0)
-            out.append(f'<circle cx="{cx:.1f}" cy="{sy(m):.1f}" r="3" fill="{colour}"/>')
-            if hw:
-                out.append(
-                    f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{sy(m - hw):.1f}" '
-                    f'y2="{sy(m + hw):.1f}" stroke="{colour}"/>'
-                )
-        out.append(
-            f'<text x="{w - 125}" y="{20 + 14 * i}" fill="{colour}" style="fill:{colour}">'
-            f"{_e(label)}</text>"
-        )
-    if model:
-        pts = sorted(model, key=lambda p: float(p["x"]))
-        line = " ".join(f"{sx(float(p['x'])):.1f},{sy(float(p['goodput_bps'])):.1f}" for p in pts)
-        out.append(
-            f'<polyline points="{line}" fill="none" stroke="#24292f" stroke-dasharray="5,3"/>'
-        )
-        for p in pts:  # a cross at each point: a single point draws no line
-            cx, cy = sx(float(p["x"])), sy(float(p["goodput_bps"]))
-            out.append(f'<path d="M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8" stroke="#24292f"/>')
-        out.append(f'<text x="{w - 125}" y="{20 + 14 * len(series)}">PFTK (dashed, x)</text>')
-    out.append("</svg>")
-    return "".join(out)
 
 
 def render_html(report: dict[str, Any]) -> str:
@@ -371,27 +250,27 @@ def render_html(report: dict[str, Any]) -> str:
         where = (
             f"experiment {c['experiment_id']}"
             if c.get("experiment_id") is not None
-            else _e(c.get("results_dir"))
+            else esc(c.get("results_dir"))
         )
-        src = ", ".join(_e(x) for x in (c["source"], c["section"], c["figure"]) if x)
+        src = ", ".join(esc(x) for x in (c["source"], c["section"], c["figure"]) if x)
         band = c.get("band") or []
         rows.append(
             "<tr>"
-            f"<td><b>{_e(c['id'])}</b><br>{_e(c['statement'])}<br>"
-            f'<span class="note">{_e(c["measure"])}'
-            f"{' at ' + _e(point_text(c['point'])) if c.get('point') else ''}</span></td>"
+            f"<td><b>{esc(c['id'])}</b><br>{esc(c['statement'])}<br>"
+            f'<span class="note">{esc(c["measure"])}'
+            f"{' at ' + esc(point_text(c['point'])) if c.get('point') else ''}</span></td>"
             f"<td>{src}</td>"
-            f"<td>{_e(_measured(c))}<br><span class='note'>n = {_e(c.get('n'))}</span></td>"
-            f"<td>{_e('[' + ', '.join(_fmt(b) for b in band) + ']' if band else '-')}</td>"
+            f"<td>{esc(_measured(c))}<br><span class='note'>n = {esc(c.get('n'))}</span></td>"
+            f"<td>{esc('[' + ', '.join(fmt(b) for b in band) + ']' if band else '-')}</td>"
             f"<td>{claim_svg(c)}</td>"
             f'<td><span class="v" style="background:{COLOURS[c["verdict"]]}">'
-            f"{_e(VERDICT_LABELS[c['verdict']])}</span></td>"
-            f'<td class="note">{_e(c["scenario"])} ({_e(c["subset"])}), {where}, seeds '
-            f"{_e(', '.join(str(x) for x in c['seeds']))}</td>"
+            f"{esc(VERDICT_LABELS[c['verdict']])}</span></td>"
+            f'<td class="note">{esc(c["scenario"])} ({esc(c["subset"])}), {where}, seeds '
+            f"{esc(', '.join(str(x) for x in c['seeds']))}</td>"
             "</tr>"
         )
     notes = [
-        f"<li><b>{_e(c['id'])}</b>: {_e(c['linux_note'])}</li>"
+        f"<li><b>{esc(c['id'])}</b>: {esc(c['linux_note'])}</li>"
         for c in report["claims"]
         if c.get("linux_note")
     ]
@@ -400,35 +279,38 @@ def render_html(report: dict[str, Any]) -> str:
         if not p["sweep_paths"]:
             continue
         xlabel = " / ".join(p["sweep_paths"])
-        sweeps.append(f"<h3>{_e(p['scenario'])}</h3>")
+        sweeps.append(f"<h3>{esc(p['scenario'])}</h3>")
         for plot in p["plots"]:
-            model = p["pftk"]["points"] if p["pftk"] and plot["metric"] == "goodput_bps" else None
-            sweeps.append(f"<p>{_e(plot['metric'])}</p>{sweep_svg(plot, model, xlabel)}")
+            model = (
+                [(float(q["x"]), q["goodput_bps"]) for q in p["pftk"]["points"] if q["goodput_bps"]]
+                if p["pftk"] and plot["metric"] == "goodput_bps"
+                else None
+            )
+            svg = sweep_svg(plot, xlabel, model, "PFTK (dashed, x)")
+            sweeps.append(f"<p>{esc(plot['metric'])}</p>{svg}")
         if p["pftk"]:
             a = p["pftk"]["assumptions"]
             sweeps.append(
                 f'<p class="note">PFTK (Padhye, Firoiu, Towsley, Kurose, SIGCOMM 1998, full '
-                f"model) beside {_e(p['pftk']['configuration'])}: RTT {a['rtt_s']:.3f} s, T0 "
+                f"model) beside {esc(p['pftk']['configuration'])}: RTT {a['rtt_s']:.3f} s, T0 "
                 f"{a['t0_s']:.3f} s, Wmax {a['wmax_packets']:.1f} packets, MSS "
                 f"{a['mss_bytes']} bytes, b = {a['b']}, loss rate = 1 - (1 - BER)^(8 x "
                 f"{a['packet_bytes']}).</p>"
             )
     parts = "".join(
-        f"<li>{_e(p['scenario'])} ({_e(p['paper'])}, {_e(p['subset'])}): {_e(p['state'])}, "
-        f"commit {_e(p['commit'])}, {_e(p['at'])}, kernel {_e(p['versions']['kernel'])}, "
-        f"satlab {_e(p['versions']['satlab'])}</li>"
+        f"<li>{esc(p['scenario'])} ({esc(p['paper'])}, {esc(p['subset'])}): {esc(p['state'])}, "
+        f"commit {esc(p['commit'])}, {esc(p['at'])}, kernel {esc(p['versions']['kernel'])}, "
+        f"satlab {esc(p['versions']['satlab'])}</li>"
         for p in report["parts"]
     )
     counts = "".join(
-        f'<span style="color:{COLOURS[v]}">{_e(VERDICT_LABELS[v])}: <b>{s[v]}</b></span>'
+        f'<span style="color:{COLOURS[v]}">{esc(VERDICT_LABELS[v])}: <b>{s[v]}</b></span>'
         for v in VERDICTS
     )
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>SatLab reproduction report {_e(report['commit'])}</title>"
-        f"<style>{CSS}</style></head><body>"
-        f"<h1>SatLab reproduction report</h1>"
-        f"<p>Commit {_e(report['commit'])}, generated {_e(report['generated_at'])} by "
+    return page(
+        f"SatLab reproduction report {report['commit']}",
+        "<h1>SatLab reproduction report</h1>"
+        f"<p>Commit {esc(report['commit'])}, generated {esc(report['generated_at'])} by "
         "<code>satlab reproduce</code>.</p>"
         f'<p class="counts">{counts}<span>claims: <b>{s["total"]}</b></span></p>'
         "<h2>Claims</h2><table><tr><th>claim</th><th>source</th><th>measured [95% CI]</th>"
@@ -437,7 +319,7 @@ def render_html(report: dict[str, Any]) -> str:
         f"<h2>Sweeps</h2>{''.join(sweeps) or '<p class=muted>no swept scenario</p>'}"
         "<h2>Where Linux differs from the papers' simulators</h2>"
         f"<ul>{''.join(notes) or '<li class=muted>no notes</li>'}</ul>"
-        f"<h2>Parts</h2><ul>{parts}</ul></body></html>\n"
+        f"<h2>Parts</h2><ul>{parts}</ul>",
     )
 
 
@@ -475,7 +357,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {cell(c['id'])}: {cell(c['statement'])}{cell(at)} | {cell(src)} "
             f"| {cell(_measured(c))} (n {cell(c.get('n'))}) "
-            f"| {cell('[' + ', '.join(_fmt(b) for b in band) + ']')} "
+            f"| {cell('[' + ', '.join(fmt(b) for b in band) + ']')} "
             f"| {VERDICT_LABELS[c['verdict']]} |"
         )
     lines += ["", "Parts (scenario, subset, state, commit, time):", ""]

@@ -1,5 +1,6 @@
 """A real short run through the API, the worker and the testbed (root and the emulator binary
-needed; skipped otherwise): stored, compared, and live control reaching the running emulator."""
+needed; skipped otherwise): stored, compared, reported, and live control reaching the running
+emulator."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ pytestmark = needs_testbed
 SHORT = """\
 version: 1
 name: real-short
+description: "a <b>short</b> run & its report"
 seed: 3
 duration_s: 4
 link:
@@ -74,3 +76,15 @@ def test_real_run_with_live_control(
     series = client.get(f"/api/runs/{run_id}/series", headers=tokens.h("viewer")).json()
     assert any(s["name"].startswith("link.forward.") for s in series)
     assert any(s["name"].endswith(".cwnd") for s in series)
+
+    # The experiment's report: one HTML file with every section, charts inline, nothing fetched.
+    rep = client.get(f"/api/experiments/{exp['id']}/report", headers=tokens.h("viewer"))
+    assert rep.status_code == 200 and rep.headers["content-type"].startswith("text/html")
+    assert 'filename="satlab-experiment-' in rep.headers["content-disposition"]
+    page = rep.text
+    for section in ("Link", "Configurations", "Comparison with cubic", "Expectations", "Over time"):
+        assert f"<h2>{section}</h2>" in page, section
+    assert "a &lt;b&gt;short&lt;/b&gt; run &amp; its report" in page  # escaped, never markup
+    assert "<script" not in page and "src=" not in page and "href=" not in page
+    assert "cwnd (packets)" in page and page.count("<polyline") >= 2  # link and sender charts
+    assert f"<td>{run_id}</td><td>cubic</td>" in page and "succeeded" in page

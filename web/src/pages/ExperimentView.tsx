@@ -132,6 +132,11 @@ export function ExperimentView({ id }: { id: number }) {
     download(`experiment-${id}-${what}.csv`, await res.blob());
   }
 
+  async function exportReport() {
+    const res = await raw(`/api/experiments/${id}/report`);
+    download(`satlab-experiment-${id}.html`, await res.blob());
+  }
+
   async function act(kind: 'cancel' | 'retry') {
     await raw(`/api/experiments/${id}/${kind}`, { method: 'POST' });
     exp.reload();
@@ -296,6 +301,7 @@ export function ExperimentView({ id }: { id: number }) {
             <span className="spacer" />
             <button type="button" className="btn btn--small" onClick={() => void exportApi('runs')}>Runs CSV</button>
             <button type="button" className="btn btn--small" onClick={() => void exportApi('aggregate')}>Aggregate CSV</button>
+            <button type="button" className="btn btn--small" title="One HTML file: scenario, comparison, verdicts, charts; opens offline" onClick={() => void exportReport()}>Report</button>
           </div>
           <ErrorBox error={results.error ?? comparison.error} title="Cannot load results" />
           {results.data ? <CompareChart rows={results.data.rows} metric={metric} sweepLabel={sweepLabel} sweepPaths={paths} name={`experiment-${id}-${metric}`} /> : null}

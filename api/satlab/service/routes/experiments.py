@@ -1,5 +1,5 @@
 """Experiments: plan (estimate only), submit (idempotent), list, show, cancel, retry, results,
-comparison, export and live events."""
+comparison, report, export and live events."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Response
-from fastapi.responses import StreamingResponse
+from fastapi.responses import HTMLResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
 from satlab.db import get_session
-from satlab.service import comparisons, events, experiments, results
+from satlab.service import comparisons, events, experiments, report, results
 from satlab.service.auth import Submitter, Viewer
 from satlab.service.experiments import ExperimentIn
 from satlab.service.models import EXPERIMENT_STATES, Experiment
@@ -153,6 +153,20 @@ def comparison(
 def expectations(who: Viewer, session: DB, experiment_id: Id) -> list[dict[str, object]]:
     exp = experiments.get(session, who, experiment_id)
     return comparisons.verdicts(results.aggregate(session, exp), exp.scenario_spec)
+
+
+@router.get(
+    "/{experiment_id}/report",
+    response_class=HTMLResponse,
+    summary="One self-contained HTML report: scenario, comparison with CIs, verdicts, charts",
+)
+def report_html(who: Viewer, session: DB, experiment_id: Id) -> HTMLResponse:
+    exp = experiments.get(session, who, experiment_id)
+    name = f"satlab-experiment-{exp.id}.html"
+    return HTMLResponse(
+        report.render(session, exp),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 @router.get("/{experiment_id}/export", summary="Runs or aggregates as CSV or JSON")
