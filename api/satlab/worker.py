@@ -32,7 +32,7 @@ from sqlalchemy.exc import OperationalError
 
 from satlab import db
 from satlab.scenario import RunSpec, Scenario, parse_scenario
-from satlab.service import control, queue, runs
+from satlab.service import control, live_metrics, queue, runs
 from satlab.service import files as file_store
 from satlab.service.janitor import Janitor
 from satlab.service.models import Experiment, UploadedFile
@@ -86,8 +86,9 @@ class Heartbeat(threading.Thread):
                 control.serve_pending(self.run_id, testbed)
                 if time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + period
-                    metrics = None
+                    metrics, scraped = None, None
                     if testbed is not None:
+                        scraped = live_metrics.scrape(testbed)
                         try:
                             status, metrics = control.emulator_request(testbed, "GET", "/status")
                         except OSError:
@@ -97,7 +98,14 @@ class Heartbeat(threading.Thread):
                             metrics = {**(metrics or {}), "tcp": tcp}
                     with db.new_session() as s:
                         if not runs.heartbeat(
-                            s, self.run_id, self.me, self.progress, self.message, metrics, testbed
+                            s,
+                            self.run_id,
+                            self.me,
+                            self.progress,
+                            self.message,
+                            metrics,
+                            testbed,
+                            scraped,
                         ):
                             self.lost = True
             except Exception:  # noqa: BLE001 - a database hiccup must not kill the heartbeat

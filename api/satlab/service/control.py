@@ -120,6 +120,36 @@ def current_testbed_id() -> str | None:
     return None
 
 
+def netns_http(
+    testbed_id: str,
+    box: str,
+    address: tuple[str, int],
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    timeout: float = 3.0,
+) -> tuple[int, bytes]:
+    """One HTTP exchange with a server that listens inside one of the testbed's namespaces."""
+    from satlab.testbed.topology import namespace_name, socket_in_netns
+
+    sock = socket_in_netns(namespace_name(testbed_id, box), socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+    except OSError:
+        sock.close()
+        raise
+    conn = http.client.HTTPConnection(*address, timeout=timeout)
+    conn.sock = sock
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
 def emulator_request(
     testbed_id: str,
     method: str,
@@ -128,29 +158,12 @@ def emulator_request(
     timeout: float = 3.0,
 ) -> tuple[int, dict[str, Any]]:
     """One HTTP exchange with the emulator's control server in the testbed's emu namespace."""
-    from satlab.testbed.topology import namespace_name, socket_in_netns
-
-    sock = socket_in_netns(namespace_name(testbed_id, "emu"), socket.AF_INET, socket.SOCK_STREAM)
+    status, raw = netns_http(testbed_id, "emu", EMULATOR_CONTROL, method, path, body, timeout)
     try:
-        sock.settimeout(timeout)
-        sock.connect(EMULATOR_CONTROL)
-    except OSError:
-        sock.close()
-        raise
-    conn = http.client.HTTPConnection(*EMULATOR_CONTROL, timeout=timeout)
-    conn.sock = sock
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        raw = resp.read()
-        try:
-            parsed = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
-            parsed = {"text": raw.decode(errors="replace")[:2000]}
-        return resp.status, parsed if isinstance(parsed, dict) else {"value": parsed}
-    finally:
-        conn.close()
+        parsed = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        parsed = {"text": raw.decode(errors="replace")[:2000]}
+    return status, parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
 # What a live view needs of a TCP_INFO sample (satlab.agent.tcpinfo); the rest stays in the result.

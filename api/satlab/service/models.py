@@ -218,6 +218,17 @@ class Artifact(Base):
     created_at: Mapped[datetime] = _now()
 
 
+class LiveMetrics(Base):
+    """The newest Prometheus scrape of a running run's emulator, gateways and PEPs
+    (service/live_metrics.py); the row goes when the run ends."""
+
+    __tablename__ = "live_metrics"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    scraped_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    targets: Mapped[list[dict[str, str]]] = mapped_column(JSONB)  # [{component, box, text}]
+
+
 class RunEvent(Base):
     """Progress of runs (state changes and current metrics) for live views; the worker writes one
     row and a NOTIFY on channel satlab_events per change, at most every heartbeat while running."""

@@ -23,7 +23,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from satlab.service import events, experiments, queue, results
+from satlab.service import events, experiments, live_metrics, queue, results
 from satlab.service.auth import Principal
 from satlab.service.errors import NotFound
 from satlab.service.models import Experiment, Result, Run, Worker
@@ -139,9 +139,11 @@ def heartbeat(
     message: str,
     metrics: dict[str, Any] | None = None,
     testbed_id: str | None = None,
+    scraped: list[dict[str, str]] | None = None,
 ) -> bool:
-    """Refreshes heartbeat_at and records progress; False if the run is no longer this
-    worker's (the janitor re-queued it)."""
+    """Refreshes heartbeat_at and records progress (and the newest scrape of the testbed's
+    Prometheus endpoints, `scraped`); False if the run is no longer this worker's (the janitor
+    re-queued it)."""
     values: dict[str, Any] = {"heartbeat_at": func.now(), "progress": progress}
     if testbed_id:
         values["testbed_id"] = testbed_id
@@ -156,6 +158,8 @@ def heartbeat(
         run = session.get(Run, run_id)
         assert run is not None
         events.record(session, run, "running", progress, message, metrics)
+        if scraped:
+            live_metrics.store(session, run_id, scraped)
     session.commit()
     return got is not None
 
@@ -184,6 +188,7 @@ def finish(
     run.heartbeat_at = func.now()
     session.flush()
     events.record(session, run, state, run.progress, error or state, run.summary)
+    live_metrics.forget(session, run_id)
     experiments.refresh_state(session, run.experiment_id)
     session.execute(update(Worker).where(Worker.id == me.id).values(current_run_id=None))
     session.commit()

@@ -1,5 +1,6 @@
-//! A small HTTP/1.0 endpoint on its own thread: `GET /status` (counters, JSON) and
-//! `GET /connections` (finished connections, JSON). One request per connection.
+//! A small HTTP/1.0 endpoint on its own thread: `GET /status` (counters, JSON),
+//! `GET /connections` (finished connections, JSON) and `GET /metrics` (the counters as
+//! Prometheus text). One request per connection.
 
 use crate::state::Shared;
 use std::io::{Read, Write};
@@ -33,27 +34,32 @@ fn handle(sh: &Shared, mut s: TcpStream) -> std::io::Result<()> {
     let req = String::from_utf8_lossy(&buf[..n]);
     let mut parts = req.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let (code, reason, body) = match (method, path) {
-        ("GET", "/status") => (200, "OK", sh.status().to_string()),
+    const JSON: &str = "application/json";
+    let (code, reason, ctype, body) = match (method, path) {
+        ("GET", "/status") => (200, "OK", JSON, sh.status().to_string()),
         ("GET", "/connections") => (
             200,
             "OK",
+            JSON,
             serde_json::json!({ "connections": sh.records() }).to_string(),
         ),
+        ("GET", "/metrics") => (200, "OK", "text/plain; version=0.0.4", sh.metrics()),
         ("GET", _) => (
             404,
             "Not Found",
-            r#"{"error":"not found: /status, /connections"}"#.into(),
+            JSON,
+            r#"{"error":"not found: /status, /connections, /metrics"}"#.into(),
         ),
         _ => (
             405,
             "Method Not Allowed",
+            JSON,
             r#"{"error":"method not allowed"}"#.into(),
         ),
     };
     write!(
         s,
-        "HTTP/1.0 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.0 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     s.flush()

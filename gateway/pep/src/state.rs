@@ -75,21 +75,82 @@ impl Counters {
         Counters::add(c, 1);
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    /// Every counter and gauge as (name, Prometheus type, help, value): the JSON status and
+    /// the Prometheus text both list these.
+    pub fn list(&self) -> [(&'static str, &'static str, &'static str, u64); 11] {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        serde_json::json!({
-            "accepted": g(&self.accepted),
-            "active": g(&self.active),
-            "peak_active": g(&self.peak_active),
-            "refused_cap": g(&self.refused_cap),
-            "closed": g(&self.closed),
-            "reset_by_client": g(&self.reset_by_client),
-            "reset_by_server": g(&self.reset_by_server),
-            "idle_timeout": g(&self.idle_timeout),
-            "connect_failed": g(&self.connect_failed),
-            "bytes_client_to_server": g(&self.bytes_client_to_server),
-            "bytes_server_to_client": g(&self.bytes_server_to_client),
-        })
+        [
+            (
+                "accepted",
+                "counter",
+                "Connections intercepted and accepted.",
+                g(&self.accepted),
+            ),
+            ("active", "gauge", "Connections open now.", g(&self.active)),
+            (
+                "peak_active",
+                "gauge",
+                "Most connections open at once.",
+                g(&self.peak_active),
+            ),
+            (
+                "refused_cap",
+                "counter",
+                "Connections refused at max_connections.",
+                g(&self.refused_cap),
+            ),
+            (
+                "closed",
+                "counter",
+                "Connections that ended with a close.",
+                g(&self.closed),
+            ),
+            (
+                "reset_by_client",
+                "counter",
+                "Connections reset by the client.",
+                g(&self.reset_by_client),
+            ),
+            (
+                "reset_by_server",
+                "counter",
+                "Connections reset by the server.",
+                g(&self.reset_by_server),
+            ),
+            (
+                "idle_timeout",
+                "counter",
+                "Connections closed idle.",
+                g(&self.idle_timeout),
+            ),
+            (
+                "connect_failed",
+                "counter",
+                "Onward connects that failed.",
+                g(&self.connect_failed),
+            ),
+            (
+                "bytes_client_to_server",
+                "counter",
+                "Bytes relayed client to server.",
+                g(&self.bytes_client_to_server),
+            ),
+            (
+                "bytes_server_to_client",
+                "counter",
+                "Bytes relayed server to client.",
+                g(&self.bytes_server_to_client),
+            ),
+        ]
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.list()
+                .iter()
+                .map(|(name, _, _, v)| (name.to_string(), serde_json::json!(v)))
+                .collect(),
+        )
     }
 }
 
@@ -125,6 +186,35 @@ impl Shared {
         log.push_back(r);
     }
 
+    /// The Prometheus text (format 0.0.4): `satlab_pep_<counter>_total`, `satlab_pep_<gauge>`
+    /// and the uptime, each labelled with the edge.
+    pub fn metrics(&self) -> String {
+        use std::fmt::Write;
+        let edge = self.cfg.edge.as_str();
+        let mut o = String::new();
+        for (name, kind, help, v) in self.c.list() {
+            let full = if kind == "counter" {
+                format!("satlab_pep_{name}_total")
+            } else {
+                format!("satlab_pep_{name}")
+            };
+            let _ = writeln!(o, "# HELP {full} {help}");
+            let _ = writeln!(o, "# TYPE {full} {kind}");
+            let _ = writeln!(o, "{full}{{edge=\"{edge}\"}} {v}");
+        }
+        let _ = writeln!(
+            o,
+            "# HELP satlab_pep_uptime_seconds Seconds since the PEP started."
+        );
+        let _ = writeln!(o, "# TYPE satlab_pep_uptime_seconds gauge");
+        let _ = writeln!(
+            o,
+            "satlab_pep_uptime_seconds{{edge=\"{edge}\"}} {:.3}",
+            self.started.elapsed().as_secs_f64()
+        );
+        o
+    }
+
     /// The JSON status document (pep/README.md lists the fields).
     pub fn status(&self) -> serde_json::Value {
         let s = &self.cfg.satellite;
@@ -153,4 +243,28 @@ pub fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn metrics_list_every_counter_once_with_the_edge() {
+        let sh = Shared::new(Config::from_yaml_str("edge: gw").unwrap());
+        Counters::add(&sh.c.accepted, 3);
+        Counters::add(&sh.c.bytes_client_to_server, 1500);
+        sh.c.ended(End::ResetByServer);
+        let text = sh.metrics();
+        assert!(text.contains("# TYPE satlab_pep_accepted_total counter\n"));
+        assert!(text.contains("satlab_pep_accepted_total{edge=\"gw\"} 3\n"));
+        assert!(text.contains("satlab_pep_bytes_client_to_server_total{edge=\"gw\"} 1500\n"));
+        assert!(text.contains("satlab_pep_reset_by_server_total{edge=\"gw\"} 1\n"));
+        assert!(text.contains("# TYPE satlab_pep_active gauge\n"));
+        // one HELP and one TYPE line per family, every counter of the JSON status among them
+        let families = text.lines().filter(|l| l.starts_with("# TYPE")).count();
+        assert_eq!(families, sh.c.list().len() + 1); // + uptime
+        assert_eq!(sh.c.json()["accepted"], 3);
+    }
 }

@@ -1,4 +1,4 @@
-"""Tokens (admin), who am I, Prometheus metrics."""
+"""Tokens (admin), who am I, Prometheus metrics (the service's, and the live runs')."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from satlab.db import get_session
-from satlab.service import auth, metrics
+from satlab.service import auth, live_metrics, metrics
 from satlab.service.auth import Admin, Viewer
 from satlab.service.models import ApiToken
 from satlab.service.routes import Id
@@ -59,3 +59,15 @@ def revoke_token(_: Admin, session: DB, token_id: Id) -> TokenOut:
 )
 def prometheus(_: Viewer, session: DB) -> PlainTextResponse:
     return PlainTextResponse(metrics.render(session), media_type="text/plain; version=0.0.4")
+
+
+@router.get(
+    "/metrics/runs",
+    response_class=PlainTextResponse,
+    summary="Prometheus metrics of every running run's emulator, gateways and PEPs, labelled "
+    "with run, experiment, scenario, configuration, component and box",
+)
+def prometheus_runs(_: Viewer, session: DB) -> PlainTextResponse:
+    return PlainTextResponse(
+        live_metrics.render(session), media_type="text/plain; version=0.0.4"
+    )
