@@ -39,6 +39,7 @@ total_goodput_bps, completion_s, mean_fct_s, retransmissions, jain_fairness.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -122,6 +123,11 @@ def upload_files(client: Client, scenario: Path, data: dict[str, Any]) -> None:
             "POST", "/api/files", params={"name": ref, "kind": _kind(where, key)}, content=content
         )
         console.print(f"uploaded {ref} ({f['kind']}, {f['size_bytes']} bytes, id {f['id']})")
+
+
+def sweep_text(value: Any) -> str:
+    """A sweep point as the scenario writes it: `1e-05`, `[1e-05, false]` for two dimensions."""
+    return "" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
 
 
 def parse_sweep(text: str) -> dict[str, Any]:
@@ -256,7 +262,7 @@ def junit(
     for r in runs:
         name = f"run {r['index']}: {r['configuration']}"
         if r["sweep_value"] is not None:
-            name += f" sweep={r['sweep_value']}"
+            name += f" sweep={sweep_text(r['sweep_value'])}"
         name += f" rep {r['repetition']}"
         dur = 0.0
         case = ET.SubElement(suite, "testcase", classname="satlab.runs", name=name, time=f"{dur}")
@@ -365,7 +371,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         t.add_row(
             str(r["id"]),
             r["configuration"],
-            "" if r["sweep_value"] is None else str(r["sweep_value"]),
+            sweep_text(r["sweep_value"]),
             str(r["repetition"]),
             r["state"],
             str(r["attempt"]),
@@ -415,7 +421,7 @@ def show_comparison(
                     if x["low"] is not None:
                         cell += f" [{x['low']:.3g}, {x['high']:.3g}]"
                 cells.append(cell)
-            sv = "" if p["sweep_value"] is None else str(p["sweep_value"])
+            sv = sweep_text(p["sweep_value"])
             t.add_row(sv, entry["configuration"], *cells)
     out.print(t)
     return dict(c)

@@ -29,6 +29,15 @@ ui.step('submission: plan shows the run count and the estimate, then submit', as
   await page.getByTestId('plan-runs').getByText('4 runs').waitFor();
   await submit.getByLabel('Repetitions').fill('1');
   await page.getByTestId('plan-runs').getByText('2 runs').waitFor();
+  // a two-dimensional sweep multiplies the runs: 2 delays x 2 buffers x 2 configurations
+  await submit.getByLabel('Sweep', { exact: true }).selectOption({ label: 'One-way delay (ms)' });
+  await submit.getByLabel('Sweep: values').fill('250, 300');
+  await page.getByTestId('plan-runs').getByText('4 runs').waitFor();
+  await submit.getByLabel('Second sweep', { exact: true }).selectOption({ label: 'Buffer (packets)' });
+  await submit.getByLabel('Second sweep: values').fill('1000, 2000');
+  await page.getByTestId('plan-runs').getByText('8 runs').waitFor();
+  await submit.getByLabel('Sweep', { exact: true }).selectOption({ label: 'No sweep' });
+  await page.getByTestId('plan-runs').getByText('2 runs').waitFor();
   await shot(page, '05-submit-plan');
   await page.getByRole('button', { name: 'Submit 2 runs' }).click();
   await page.getByRole('heading', { name: /Experiment #\d+/ }).waitFor();

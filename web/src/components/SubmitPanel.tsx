@@ -6,19 +6,104 @@ import { fmtDuration } from '../lib/format.ts';
 import { navigate } from '../lib/router.ts';
 import { ErrorBox } from './bits.tsx';
 
+const OTHER = 'other';
+
 const SWEEPS = [
   { path: '', label: 'No sweep', help: 'the scenario’s own sweep, if it has one' },
   { path: 'forward.bit_errors.ber', label: 'Bit error rate', help: 'forward.bit_errors.ber (the scenario needs bit_errors.model: uniform)' },
   { path: 'forward.downlink.attenuation.value_db', label: 'Fade depth (dB)', help: 'forward.downlink.attenuation.value_db (attenuation type: constant)' },
   { path: 'forward.queue.limit_packets', label: 'Buffer (packets)', help: 'forward.queue.limit_packets' },
   { path: 'forward.delay_ms', label: 'One-way delay (ms)', help: 'forward.delay_ms' },
+  { path: OTHER, label: 'Another field…', help: 'any scenario field: link.*, hosts.*, traffic.N.*, configurations.N.*, duration_s, path.*' },
 ];
+
+/** One sweep dimension: a field's path and its comma-separated values. */
+interface Dimension {
+  choice: string;
+  other: string;
+  values: string;
+}
+
+const NONE: Dimension = { choice: '', other: '', values: '' };
+
+function pathOf(d: Dimension): string {
+  return d.choice === OTHER ? d.other.trim() : d.choice;
+}
+
+function valuesOf(d: Dimension): (number | string | boolean)[] {
+  return d.values
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)
+    .map((x) => (x === 'true' ? true : x === 'false' ? false : Number.isFinite(Number(x)) ? Number(x) : x));
+}
+
+/** The request's sweep: none, one dimension, or two (the second only with a first). */
+export function sweepOf(first: Dimension, second: Dimension): ExperimentIn['sweep'] {
+  const dims = [first, second].filter((d) => pathOf(d)).map((d) => ({ path: pathOf(d), values: valuesOf(d) }));
+  if (!pathOf(first) || dims.length === 0) return undefined;
+  return dims.length === 1 ? dims[0] : dims;
+}
+
+function SweepFields({ label, dim, onChange }: { label: string; dim: Dimension; onChange: (d: Dimension) => void }) {
+  const id = useId();
+  return (
+    <>
+      <div className="field">
+        <label htmlFor={`${id}-path`}>{label}</label>
+        <select
+          id={`${id}-path`}
+          value={dim.choice}
+          onChange={(e) => {
+            onChange({ ...dim, choice: e.target.value });
+          }}
+        >
+          {SWEEPS.map((s) => (
+            <option key={s.path} value={s.path}>
+              {s.label}
+            </option>
+          ))}
+        </select>
+        <span className="field-help">{SWEEPS.find((s) => s.path === dim.choice)?.help}</span>
+      </div>
+      {dim.choice === OTHER ? (
+        <div className="field">
+          <label htmlFor={`${id}-other`}>{label}: field</label>
+          <input
+            id={`${id}-other`}
+            type="text"
+            placeholder="hosts.settings.sack"
+            value={dim.other}
+            onChange={(e) => {
+              onChange({ ...dim, other: e.target.value });
+            }}
+          />
+        </div>
+      ) : null}
+      {dim.choice ? (
+        <div className="field">
+          <label htmlFor={`${id}-values`}>{label}: values</label>
+          <input
+            id={`${id}-values`}
+            type="text"
+            placeholder="1e-7, 1e-6, 1e-5"
+            value={dim.values}
+            onChange={(e) => {
+              onChange({ ...dim, values: e.target.value });
+            }}
+          />
+          <span className="field-help">comma-separated; true and false are booleans</span>
+        </div>
+      ) : null}
+    </>
+  );
+}
 
 export function SubmitPanel({ scenarioId, revision, configurations, repetitions }: { scenarioId: number; revision: number; configurations: string[]; repetitions: number }) {
   const id = useId();
   const [picked, setPicked] = useState<string[]>(configurations);
-  const [sweepPath, setSweepPath] = useState('');
-  const [sweepValues, setSweepValues] = useState('');
+  const [first, setFirst] = useState<Dimension>(NONE);
+  const [second, setSecond] = useState<Dimension>(NONE);
   const [reps, setReps] = useState(String(repetitions));
   const [plan, setPlan] = useState<PlanOut>();
   const [errors, setErrors] = useState<string[]>([]);
@@ -29,18 +114,10 @@ export function SubmitPanel({ scenarioId, revision, configurations, repetitions 
     const b: ExperimentIn = { scenario_id: scenarioId, revision, configurations: picked, priority: 0 };
     const r = Number(reps);
     if (reps.trim() !== '') b.repetitions = Number.isInteger(r) ? r : -1;
-    if (sweepPath) {
-      b.sweep = {
-        path: sweepPath,
-        values: sweepValues
-          .split(',')
-          .map((x) => x.trim())
-          .filter(Boolean)
-          .map((x) => (Number.isFinite(Number(x)) ? Number(x) : x)),
-      };
-    }
+    const sweep = sweepOf(first, second);
+    if (sweep) b.sweep = sweep;
     return b;
-  }, [scenarioId, revision, picked, reps, sweepPath, sweepValues]);
+  }, [scenarioId, revision, picked, reps, first, second]);
 
   useEffect(() => {
     let live = true;
@@ -97,38 +174,8 @@ export function SubmitPanel({ scenarioId, revision, configurations, repetitions 
         <p className="field-help">The first one picked is the comparison's default baseline. The configurations a scenario can compare are its own: add more from the scheme catalogue (“Add a transport scheme”) or in the form.</p>
       </fieldset>
       <div className="fields">
-        <div className="field">
-          <label htmlFor={`${id}-sweep`}>Sweep</label>
-          <select
-            id={`${id}-sweep`}
-            value={sweepPath}
-            onChange={(e) => {
-              setSweepPath(e.target.value);
-            }}
-          >
-            {SWEEPS.map((s) => (
-              <option key={s.path} value={s.path}>
-                {s.label}
-              </option>
-            ))}
-          </select>
-          <span className="field-help">{SWEEPS.find((s) => s.path === sweepPath)?.help}</span>
-        </div>
-        {sweepPath ? (
-          <div className="field">
-            <label htmlFor={`${id}-values`}>Sweep values</label>
-            <input
-              id={`${id}-values`}
-              type="text"
-              placeholder="1e-7, 1e-6, 1e-5"
-              value={sweepValues}
-              onChange={(e) => {
-                setSweepValues(e.target.value);
-              }}
-            />
-            <span className="field-help">comma-separated</span>
-          </div>
-        ) : null}
+        <SweepFields label="Sweep" dim={first} onChange={setFirst} />
+        {pathOf(first) ? <SweepFields label="Second sweep" dim={second} onChange={setSecond} /> : null}
         <div className="field">
           <label htmlFor={`${id}-reps`}>Repetitions</label>
           <input
