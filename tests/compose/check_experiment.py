@@ -39,6 +39,10 @@ link:
     delay_ms: 250
     kind: fixed
     rate_bps: 2.0e6
+hosts:
+  # route metrics, set by each box's agent on its default route as on namespaces (far above this
+  # link's BDP: they change nothing here but must be accepted and applied)
+  settings: {window_clamp_bytes: 4000000, initial_cwnd_packets: 10}
 traffic:
   - kind: bulk_tcp
     direction: download

@@ -8,6 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from satlab.agent.unixhttp import AgentError
+from satlab.scenario import HostSettings
 from satlab.testbed import topology
 from satlab.testbed.testbed import STATE_ROOT, Testbed, sweep
 
@@ -62,6 +66,23 @@ def test_two_testbeds_do_not_interfere() -> None:
         sack_a = _in_ns(a.topo.ns("cli1"), "sysctl", "-n", "net.ipv4.tcp_sack").stdout.strip()
         sack_b = _in_ns(b.topo.ns("cli1"), "sysctl", "-n", "net.ipv4.tcp_sack").stdout.strip()
         assert (sack_a, sack_b) == ("0", "1")
+
+
+def test_host_settings_set_the_route_metrics_through_the_agent() -> None:
+    """Window clamp, advertised MSS and initial cwnd are metrics of each end host's default route,
+    set by the box's own agent (the request a container box takes too); a bad metric is a 400."""
+    with Testbed() as tb:
+        assert tb.topo is not None
+        tb.apply_host_settings(
+            HostSettings(window_clamp_bytes=32768, mss_bytes=1200, initial_cwnd_packets=7)
+        )
+        for role in ("srv1", "cli1"):
+            route = _in_ns(tb.topo.ns(role), "ip", "route", "show", "default").stdout
+            assert f"via {tb.topo.boxes[role].lan_gateway}" in route, route
+            assert "window 32768" in route and "advmss 1200" in route, route
+            assert "initcwnd 7" in route, route
+        with pytest.raises(AgentError, match="400.*metrics"):
+            tb.agent("cli1", "POST", "/route-metrics", {"metrics": {"rto_min": 5}})
 
 
 OWNER = """

@@ -4,6 +4,7 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /health                      who and where the agent is
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
+  POST /route-metrics {metrics}     window, advmss, initcwnd on the box's default route (ip route)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
@@ -20,7 +21,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
 Only these programs run: the project's traffic generator, emulator, gateway, PEP, scheme loader
-and withholding receiver, tcpdump and ethtool, so an agent on a physical host is no remote shell.
+and withholding receiver, tcpdump, ethtool and `ip route replace default`, so an agent on a
+physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from satlab.testbed.schemes import CGROUP_ROOT
 from satlab.testbed.withhold import WITHHOLD_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
+ROUTE_METRICS = ("window", "advmss", "initcwnd")  # ip-route(8) names
 
 
 class Managed:
@@ -150,6 +153,31 @@ class Agent:
             if r.returncode != 0:
                 return 500, {"error": f"ethtool -K {ifname}: {r.stderr.strip()}"}
         return 200, {"interfaces": body["interfaces"]}
+
+    def route_metrics(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Window clamp, advertised MSS and initial cwnd: route metrics of the box's default
+        route (Linux keeps them per route), set on the route the box already has, so a namespace
+        box and a container box take the same request."""
+        metrics = {k: int(v) for k, v in body["metrics"].items()}
+        bad = sorted(set(metrics) - set(ROUTE_METRICS))
+        if bad or any(v <= 0 for v in metrics.values()):
+            return 400, {
+                "error": f"metrics: {bad or metrics} (one of {', '.join(ROUTE_METRICS)}, > 0)"
+            }
+        shown = subprocess.run(
+            ["ip", "-j", "route", "show", "default"], capture_output=True, text=True
+        )
+        routes = json.loads(shown.stdout or "[]") if shown.returncode == 0 else []
+        if len(routes) != 1 or "gateway" not in routes[0]:
+            return 409, {"error": f"the box has no single default route: {shown.stdout.strip()}"}
+        route = routes[0]
+        argv = ["ip", "route", "replace", "default", "via", route["gateway"], "dev", route["dev"]]
+        for name, value in metrics.items():
+            argv += [name, str(value)]
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0:
+            return 500, {"error": f"{' '.join(argv)}: {r.stderr.strip()}"}
+        return 200, {"route": " ".join(argv[3:])}
 
     def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
         ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
@@ -268,6 +296,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.sysctl(body)
         case "POST", ["offloads"]:
             return agent.offloads(body)
+        case "POST", ["route-metrics"]:
+            return agent.route_metrics(body)
         case "POST", ["processes"]:
             return agent.start_process(body)
         case "GET", ["processes", ident]:

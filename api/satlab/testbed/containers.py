@@ -24,7 +24,6 @@ import shutil
 from pathlib import Path
 
 from satlab.agent.unixhttp import AgentError
-from satlab.scenario import HostSettings
 from satlab.testbed import topology
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -134,11 +133,3 @@ class ContainerTestbed(Testbed):
         except AgentError:
             return False
         return True
-
-    def apply_host_settings(self, s: HostSettings) -> None:
-        if s.window_clamp_bytes or s.mss_bytes or s.initial_cwnd_packets:
-            raise TestbedError(
-                "hosts.settings: window_clamp_bytes, mss_bytes and initial_cwnd_packets are route "
-                "metrics the compose testbed does not set; use a namespace testbed for them"
-            )
-        super().apply_host_settings(s)

@@ -252,19 +252,19 @@ class Testbed:
         }
         metrics = {}
         if s.window_clamp_bytes:
-            metrics["RTAX_WINDOW"] = s.window_clamp_bytes
+            metrics["window"] = s.window_clamp_bytes
             # Receive-buffer autotuning raises a connection's window clamp as the buffer grows
             # (tcp_rcv_space_adjust): with it on, the clamp holds only for the first RTTs.
             sysctls["net.ipv4.tcp_moderate_rcvbuf"] = 0
         if s.mss_bytes:
-            metrics["RTAX_ADVMSS"] = s.mss_bytes
+            metrics["advmss"] = s.mss_bytes
         if s.initial_cwnd_packets:
-            metrics["RTAX_INITCWND"] = s.initial_cwnd_packets
+            metrics["initcwnd"] = s.initial_cwnd_packets
         for role in self.topo.host_roles:
             if role in ("gw", "st"):
                 continue
             out = self.agent(role, "POST", "/sysctl", sysctls)
             if out["failed"]:
                 raise TestbedError(f"{role}: sysctls refused: {out['failed']}")
-            if metrics:
-                topology.set_default_route_metrics(self.topo, role, metrics)
+            if metrics:  # the box's agent sets them: the same request on every backend
+                self.agent(role, "POST", "/route-metrics", {"metrics": metrics})

@@ -259,12 +259,6 @@ def teardown(testbed_id: str) -> list[str]:
     return removed
 
 
-def set_default_route_metrics(topo: Topology, role: str, metrics: dict[str, int]) -> None:
-    """Window clamp, advertised MSS and initial cwnd are route metrics in Linux."""
-    with NetNS(topo.ns(role)) as ns:
-        ns.route("replace", dst="0.0.0.0/0", gateway=topo.boxes[role].lan_gateway, metrics=metrics)
-
-
 def socket_in_netns(name: str, family: int, kind: int, proto: int = 0) -> socket.socket:
     """A socket made inside network namespace `name` (by its /run/netns name). setns(2) runs in a
     short-lived thread, so the caller's own namespace is never touched; a socket keeps the
