@@ -52,6 +52,9 @@ configurations:
     transport: {congestion_control: cubic}
   - name: reno
     transport: {congestion_control: reno}
+  - name: cubic-gateway  # the edge gateway spliced into the gw and st boxes by their agents
+    transport: {congestion_control: cubic}
+    gateway: {aqm: {kind: red}, ceten: true}
 """
 # 2 Msym/s carries at most about 2e6 x 4.5 bit (32APSK 9/10) = 9 Mbit/s; over a 500 ms RTT in 8 s
 # a bulk TCP flow gets well under that but far more than nothing.
@@ -117,6 +120,11 @@ def check(api: Api, timeout_s: float) -> None:
         modcod = series.get("link.forward.modcod")
         if not modcod or modcod["points"] < 10:
             raise Fail(f"run {r['id']}: no link telemetry (series: {sorted(series)[:10]})")
+        if r["configuration"] == "cubic-gateway":
+            gw = (doc.get("gateway") or {}).get("gw") or {}
+            sent = (gw.get("counters") or {}).get("egress_tx_frames", 0)
+            if not (gw.get("telemetry_connected") and sent > 100):
+                raise Fail(f"run {r['id']}: the gw edge's gateway carried nothing: {gw}")
         cwnd = [n for n in series if n.startswith("tcp.") and n.endswith(".cwnd")]
         if not cwnd:
             raise Fail(f"run {r['id']}: no TCP_INFO samples (series: {sorted(series)[:10]})")
@@ -128,7 +136,7 @@ def check(api: Api, timeout_s: float) -> None:
     rows = api.call("GET", f"/api/experiments/{exp['id']}/results")
     rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
     means = {row["configuration"]: row["metrics"]["goodput_bps"]["mean"] for row in rows}
-    if set(means) != {"cubic", "reno"} or any(m is None for m in means.values()):
+    if set(means) != {"cubic", "reno", "cubic-gateway"} or any(m is None for m in means.values()):
         raise Fail(f"results: goodput means per configuration missing: {means}")
 
 

@@ -1,7 +1,11 @@
-"""Testbed kinds (satlab.testbed.backend) and the agent reset a long-lived box needs between runs.
-The compose testbed itself runs for real in tests/compose/smoke.sh."""
+"""Testbed kinds (satlab.testbed.backend), the agent reset a long-lived box needs between runs and
+the splice that puts the edge gateway into a container edge. The compose testbed itself runs for
+real in tests/compose/smoke.sh."""
 
+import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,5 +53,50 @@ def test_container_testbed_names_the_missing_boxes(
     too_many = backend.create_testbed(servers=2, clients=1)
     with pytest.raises(RefusedError, match=r"hosts: .* needs \['srv2'\]"):
         too_many.__enter__()
-    with pytest.raises(RefusedError, match="configuration.gateway"):
-        backend.create_testbed(gateway=True).__enter__()
+    with pytest.raises(RefusedError, match="path.terrestrial"):
+        backend.create_testbed(hops=[1]).__enter__()
+
+
+def test_a_splice_moves_the_interface_behind_a_veth_and_is_undone() -> None:
+    """What a container edge gets for the gateway (POST /splice), tried on a namespace box's
+    eth0: its address and default route move to the new veth, the old interface is `wan`
+    without an address; after POST /unsplice the box is as before and reaches its gateway."""
+    with Testbed() as tb:
+        assert tb.topo is not None
+        ns, gw = tb.topo.ns("cli1"), tb.topo.boxes["cli1"].lan_gateway
+        assert gw is not None
+        before = _ip(ns, "-4", "addr", "show", "dev", "eth0")[0]["addr_info"]
+        index = _ip(ns, "link", "show", "dev", "eth0")[0]["ifindex"]
+        body = {"interface": "eth0", "inside": "x0", "outside": "wan"}
+        tb.agent("cli1", "POST", "/splice", body)
+        spliced = _ip(ns, "-d", "link", "show", "dev", "eth0")[0]
+        assert spliced["ifindex"] != index and spliced["linkinfo"]["info_kind"] == "veth"
+        assert (
+            _ip(ns, "-4", "addr", "show", "dev", "eth0")[0]["addr_info"][0]["local"]
+            == (before[0]["local"])
+        )
+        assert _ip(ns, "link", "show", "dev", "wan") and not _ip(ns, "-4", "addr", "show", "wan")
+        assert _ip(ns, "route", "show", "default")[0] == {
+            **_ip(ns, "route", "show", "default")[0],
+            "gateway": gw,
+            "dev": "eth0",
+        }
+        with pytest.raises(AgentError, match="409"):
+            tb.agent("cli1", "POST", "/splice", body)
+        tb.agent("cli1", "POST", "/unsplice", {"interface": "eth0", "outside": "wan"})
+        assert _ip(ns, "link", "show", "dev", "eth0")[0]["ifindex"] == index  # the original
+        assert not _ip(ns, "link", "show", "dev", "wan")
+        ping = subprocess.run(
+            ["nsenter", f"--net=/run/netns/{ns}", "ping", "-c1", "-W2", gw], capture_output=True
+        )
+        assert ping.returncode == 0
+        # nothing to undo is no error
+        tb.agent("cli1", "POST", "/unsplice", {"interface": "eth0", "outside": "wan"})
+
+
+def _ip(ns: str, *args: str) -> list[dict[str, Any]]:
+    r = subprocess.run(
+        ["nsenter", f"--net=/run/netns/{ns}", "ip", "-j", *args], capture_output=True, text=True
+    )
+    out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
+    return out

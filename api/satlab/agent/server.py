@@ -5,6 +5,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /route-metrics {metrics}     window, advmss, initcwnd on the box's default route (ip route)
+  POST /splice {interface, inside, outside}  a veth bump in an interface (the edge gateway's
+                                    ports on a container box); POST /unsplice undoes it
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
@@ -21,8 +23,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
 Only these programs run: the project's traffic generator, emulator, gateway, PEP, scheme loader
-and withholding receiver, tcpdump, ethtool and `ip route replace default`, so an agent on a
-physical host is no remote shell.
+and withholding receiver, tcpdump, ethtool and fixed `ip` steps, so an agent on a physical host
+is no remote shell.
 """
 
 from __future__ import annotations
@@ -116,6 +118,34 @@ class Sampler(threading.Thread):
                 self.stopped.wait(max(0.0, next_t - time.monotonic()))
 
 
+def _ip_json(*args: str) -> list[dict[str, Any]]:
+    r = subprocess.run(["ip", "-j", *args], capture_output=True, text=True)
+    out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
+    return out
+
+
+def _ip_state(iface: str) -> tuple[list[str], list[list[str]], int]:
+    """An interface's IPv4 addresses (a/len), its routes through a gateway, and its MTU."""
+    links = _ip_json("-4", "addr", "show", "dev", iface)
+    if not links:
+        raise ValueError(f"interface: no {iface!r} in this box")
+    addrs = [f"{a['local']}/{a['prefixlen']}" for a in links[0].get("addr_info", [])]
+    routes = [
+        [r["dst"], "via", r["gateway"]]
+        for r in _ip_json("-4", "route", "show", "dev", iface)
+        if "gateway" in r
+    ]
+    return addrs, routes, int(links[0].get("mtu", 1500))
+
+
+def _ip_steps(steps: list[list[str]], done: dict[str, Any]) -> tuple[int, Any]:
+    for step in steps:
+        r = subprocess.run(["ip", *step], capture_output=True, text=True)
+        if r.returncode != 0:
+            return 500, {"error": f"ip {' '.join(step)}: {r.stderr.strip()}"}
+    return 200, done
+
+
 class Agent:
     def __init__(self, name: str, workdir: Path) -> None:
         self.name = name
@@ -178,6 +208,48 @@ class Agent:
         if r.returncode != 0:
             return 500, {"error": f"{' '.join(argv)}: {r.stderr.strip()}"}
         return 200, {"route": " ".join(argv[3:])}
+
+    def splice(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Splices a bump into the box's interface `interface` (a container box's satellite side,
+        where the edge gateway goes): it is renamed `outside`, a veth pair `interface`/`inside`
+        takes its place with its addresses and routes, so the box's IP layer is unchanged and a
+        program reading `inside` and `outside` sits on the wire. A namespace testbed is wired
+        this way from the start (topology.build); `POST /unsplice` undoes it."""
+        iface, inside, outside = body["interface"], body["inside"], body["outside"]
+        if _ip_json("link", "show", "dev", outside):
+            return 409, {"error": f"{outside} exists: spliced already (POST /unsplice first)"}
+        addrs, routes, mtu = _ip_state(iface)
+        steps = [
+            ["link", "set", iface, "down"],
+            ["link", "set", iface, "name", outside],
+            ["-4", "addr", "flush", "dev", outside],
+            ["link", "set", outside, "up"],
+            ["link", "add", iface, "mtu", str(mtu), "type", "veth", "peer", "name", inside],
+            ["link", "set", inside, "mtu", str(mtu), "up"],
+            ["link", "set", iface, "up"],
+        ]
+        steps += [["addr", "add", a, "dev", iface] for a in addrs]
+        steps += [["route", "replace", *r, "dev", iface] for r in routes]
+        steps += [["neigh", "flush", "dev", iface]]
+        return _ip_steps(steps, {"interface": iface, "inside": inside, "outside": outside})
+
+    def unsplice(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Undoes `splice` from what the box has (it survives an agent restart); nothing to undo
+        is no error."""
+        iface, outside = body["interface"], body["outside"]
+        if not _ip_json("link", "show", "dev", outside):
+            return 200, {"spliced": False}
+        addrs, routes, _ = _ip_state(iface)
+        steps = [
+            ["link", "del", iface],  # and its peer
+            ["link", "set", outside, "down"],
+            ["link", "set", outside, "name", iface],
+            ["link", "set", iface, "up"],
+        ]
+        steps += [["addr", "add", a, "dev", iface] for a in addrs]
+        steps += [["route", "replace", *r, "dev", iface] for r in routes]
+        steps += [["neigh", "flush", "dev", iface]]
+        return _ip_steps(steps, {"spliced": False})
 
     def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
         ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
@@ -298,6 +370,10 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.offloads(body)
         case "POST", ["route-metrics"]:
             return agent.route_metrics(body)
+        case "POST", ["splice"]:
+            return agent.splice(body)
+        case "POST", ["unsplice"]:
+            return agent.unsplice(body)
         case "POST", ["processes"]:
             return agent.start_process(body)
         case "GET", ["processes", ident]:

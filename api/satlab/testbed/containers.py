@@ -11,6 +11,8 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   volume), so `--scale worker=N` adds queue consumers, not parallel runs (README, Docker Compose);
 - the per-run directory (emulator and gateway files, the telemetry socket) is on the shared volume
   (SHARED/runs/ID), where the boxes see it at the same path;
+- a configuration with a `gateway` section gets the edge gateway spliced into the gw and st boxes
+  by their agents (POST /splice: the same ports a namespace edge has), undone when the run ends;
 - no terrestrial hops yet: a scenario with `path.terrestrial` is refused naming that field.
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
@@ -25,7 +27,9 @@ from pathlib import Path
 
 from satlab.agent.unixhttp import AgentError
 from satlab.testbed import topology
+from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError
+from satlab.testbed.topology import GATEWAY_INSIDE
 
 SHARED = Path(os.environ.get("SATLAB_SHARED_DIR", "/run/satlab/shared"))
 BOXES = SHARED / "boxes"  # ROLE.sock per box (docker/box-entrypoint)
@@ -62,11 +66,6 @@ class ContainerTestbed(Testbed):
         self._lock: int | None = None
 
     def __enter__(self) -> ContainerTestbed:
-        if self.gateway:
-            raise TestbedError(
-                "configuration.gateway: the compose testbed does not splice the edge gateway in; "
-                "run gateway configurations on a namespace testbed (SATLAB_TESTBED=namespaces)"
-            )
         if self.hops:
             raise TestbedError(
                 "path.terrestrial: the compose testbed has no terrestrial hops (routers and hop "
@@ -96,6 +95,7 @@ class ContainerTestbed(Testbed):
                 except AgentError as exc:
                     raise TestbedError(f"box {role}: {exc}") from None
                 self._reset(role)
+            self._splice_gateways()
             self._configure_forwarding()
         except BaseException:
             self.close()
@@ -107,6 +107,8 @@ class ContainerTestbed(Testbed):
             for role in self.topo.boxes:
                 if self.agent_alive(role):
                     self._reset(role)
+                    if role in GATEWAY_INSIDE:
+                        self._unsplice(role)
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._lock is not None:
             os.close(self._lock)  # releases the flock
@@ -115,12 +117,27 @@ class ContainerTestbed(Testbed):
     def _reset(self, role: str) -> None:
         self.agent(role, "DELETE", "/processes", timeout=15)
 
+    def _unsplice(self, edge: str) -> None:
+        self.agent(edge, "POST", "/unsplice", {"interface": "sat0", "outside": OUTSIDE})
+
+    def _splice_gateways(self) -> None:
+        """The edge gateway's two ports in each edge box, as topology.build wires a namespace
+        edge: sat0 becomes a veth whose peer the gateway reads, the Docker interface toward the
+        emulator is renamed `wan`. Always undone first: a worker that died mid-run leaves it."""
+        for edge, inside in GATEWAY_INSIDE.items():
+            self._unsplice(edge)
+            if self.gateway:
+                body = {"interface": "sat0", "inside": inside, "outside": OUTSIDE}
+                self.agent(edge, "POST", "/splice", body)
+
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
         for edge in ("gw", "st"):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
         for role in self.topo.host_roles:
             ifaces = EDGE_INTERFACES if role in ("gw", "st") else ["eth0"]
+            if role in GATEWAY_INSIDE and self.gateway:
+                ifaces = [*ifaces, GATEWAY_INSIDE[role], OUTSIDE]
             self.agent(role, "POST", "/offloads", {"interfaces": ifaces})
         self.agent("emu", "POST", "/offloads", {"interfaces": ["gw", "st"]})
 
