@@ -55,7 +55,11 @@ configurations:
   - name: cubic-gateway  # the edge gateway spliced into the gw and st boxes by their agents
     transport: {congestion_control: cubic}
     gateway: {aqm: {kind: red}, ceten: true}
+  - name: cubic-pep  # satlab-pep at both edge boxes (nftables TPROXY in the containers)
+    transport: {congestion_control: cubic}
+    pep: {edges: both}
 """
+CONFIGURATIONS = ("cubic", "reno", "cubic-gateway", "cubic-pep")
 # 2 Msym/s carries at most about 2e6 x 4.5 bit (32APSK 9/10) = 9 Mbit/s; over a 500 ms RTT in 8 s
 # a bulk TCP flow gets well under that but far more than nothing.
 GOODPUT_MIN_BPS, GOODPUT_MAX_BPS = 50e3, 9.5e6
@@ -125,6 +129,12 @@ def check(api: Api, timeout_s: float) -> None:
             sent = (gw.get("counters") or {}).get("egress_tx_frames", 0)
             if not (gw.get("telemetry_connected") and sent > 100):
                 raise Fail(f"run {r['id']}: the gw edge's gateway carried nothing: {gw}")
+        if r["configuration"] == "cubic-pep":
+            peps = doc.get("pep") or {}
+            counters = {e: (x or {}).get("counters") or {} for e, x in peps.items()}
+            accepted = {e: c.get("accepted") for e, c in counters.items()}
+            if set(accepted) != {"gw", "st"} or not all(accepted.values()):
+                raise Fail(f"run {r['id']}: the PEPs relayed no connection: {accepted}")
         cwnd = [n for n in series if n.startswith("tcp.") and n.endswith(".cwnd")]
         if not cwnd:
             raise Fail(f"run {r['id']}: no TCP_INFO samples (series: {sorted(series)[:10]})")
@@ -136,7 +146,7 @@ def check(api: Api, timeout_s: float) -> None:
     rows = api.call("GET", f"/api/experiments/{exp['id']}/results")
     rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
     means = {row["configuration"]: row["metrics"]["goodput_bps"]["mean"] for row in rows}
-    if set(means) != {"cubic", "reno", "cubic-gateway"} or any(m is None for m in means.values()):
+    if set(means) != set(CONFIGURATIONS) or any(m is None for m in means.values()):
         raise Fail(f"results: goodput means per configuration missing: {means}")
 
 
