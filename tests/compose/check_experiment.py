@@ -74,17 +74,40 @@ class Api:
         self.url, self.token = url.rstrip("/"), token
 
     def call(self, method: str, path: str, body: bytes | None = None, ctype: str = "") -> Any:
+        return json.loads(self.raw(method, path, body, ctype) or b"null")
+
+    def raw(self, method: str, path: str, body: bytes | None = None, ctype: str = "") -> bytes:
         req = urllib.request.Request(self.url + path, data=body, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
         if ctype:
             req.add_header("Content-Type", ctype)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
-                return json.loads(r.read() or b"null")
+                data: bytes = r.read()
+                return data
         except urllib.error.HTTPError as e:
             raise Fail(
                 f"{method} {path}: {e.code} {e.read().decode(errors='replace')[:500]}"
             ) from e
+
+
+def watch_live(api: Api, run_id: int, live: dict[str, Any]) -> None:
+    """Once each while runs go: the run's emulator in the live metrics, and a live control
+    request (a delay the link already has: the runs' results stay as they are)."""
+    if "metrics" not in live:
+        text = api.raw("GET", "/api/metrics/runs").decode()
+        if f'satlab_emulator_uptime_seconds{{run_id="{run_id}"' in text:
+            live["metrics"] = run_id
+    if (live.get("control") or {}).get("status_code") != 200:  # again while the emulator starts
+        body = json.dumps({"direction": "forward", "delay_ms": 250}).encode()
+        try:
+            live["control"] = api.call(
+                "POST", f"/api/runs/{run_id}/control", body, "application/json"
+            )
+            live["control_run"] = run_id
+        except Fail as exc:
+            if "409" not in str(exc):  # 409: the run is between states (not started, ending)
+                raise
 
 
 def check(api: Api, timeout_s: float) -> None:
@@ -99,6 +122,7 @@ def check(api: Api, timeout_s: float) -> None:
     exp = api.call("POST", "/api/experiments", body, "application/json")["experiment"]
     print(f"    experiment {exp['id']} submitted", flush=True)
     deadline = time.monotonic() + timeout_s
+    live: dict[str, Any] = {}
     while True:
         exp = api.call("GET", f"/api/experiments/{exp['id']}")
         states = [r["state"] for r in exp["runs"]]
@@ -106,7 +130,17 @@ def check(api: Api, timeout_s: float) -> None:
             break
         if time.monotonic() > deadline:
             raise Fail(f"experiment {exp['id']} not finished after {timeout_s:.0f} s: {states}")
-        time.sleep(2)
+        running = [r["id"] for r in exp["runs"] if r["state"] == "running"]
+        if running:
+            watch_live(api, running[0], live)
+        time.sleep(1)
+    # The worker reaches the container boxes' programs through their agents while a run goes:
+    # the run's link metrics for a Prometheus server, and a live control request to its emulator.
+    if not live.get("metrics"):
+        raise Fail("GET /api/metrics/runs never showed a running run's emulator")
+    if live.get("control", {}).get("status_code") != 200:
+        raise Fail(f"live control of a running run's emulator: {live.get('control')}")
+    print(f"    live: metrics of run {live['metrics']}, control of run {live['control_run']}")
     for r in exp["runs"]:
         if r["state"] != "succeeded":
             detail = api.call("GET", f"/api/runs/{r['id']}")

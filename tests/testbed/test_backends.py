@@ -100,3 +100,13 @@ def _ip(ns: str, *args: str) -> list[dict[str, Any]]:
     )
     out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
     return out
+
+
+def test_the_agent_relays_http_only_to_the_boxs_own_programs() -> None:
+    """POST /http reaches 127.0.0.1 on the emulator's, gateway's or PEP's port only; a program
+    that is not running is a 502 naming it (the live view then skips it)."""
+    with Testbed() as tb:
+        with pytest.raises(AgentError, match="400.*port: 22 is not one of"):
+            tb.agent("emu", "POST", "/http", {"port": 22, "method": "GET", "path": "/"})
+        with pytest.raises(AgentError, match="502.*emulator"):
+            tb.agent("emu", "POST", "/http", {"port": 8781, "method": "GET", "path": "/status"})

@@ -5,6 +5,8 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
   POST /route-metrics {metrics}     window, advmss, initcwnd on the box's default route (ip route)
+  POST /http {port, method, path, json?}  relay one request to the emulator, gateway or PEP
+                                    of this box on 127.0.0.1 (their ports only)
   POST /splice {interface, inside, outside}  a veth bump in an interface (the edge gateway's
                                     ports on a container box); POST /unsplice undoes it
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -45,14 +48,23 @@ from typing import Any
 from satlab.agent import tcpinfo
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.schemes import LOADER_BIN
-from satlab.testbed.emulator import EMULATOR_BIN
+from satlab.testbed.emulator import EMULATOR_BIN, EMULATOR_CONTROL_LISTEN
 from satlab.testbed.gateway import GATEWAY_BIN
+from satlab.testbed.gateway import HTTP_LISTEN as GATEWAY_HTTP_LISTEN
+from satlab.testbed.pep import HTTP_LISTEN as PEP_HTTP_LISTEN
 from satlab.testbed.pep import PEP_BIN
 from satlab.testbed.schemes import CGROUP_ROOT
 from satlab.testbed.withhold import WITHHOLD_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 ROUTE_METRICS = ("window", "advmss", "initcwnd")  # ip-route(8) names
+# What POST /http may reach on 127.0.0.1: where the runner makes each program listen.
+LOCAL_SERVICES = {
+    int(EMULATOR_CONTROL_LISTEN.rsplit(":", 1)[1]): "emulator",
+    int(GATEWAY_HTTP_LISTEN.rsplit(":", 1)[1]): "gateway",
+    int(PEP_HTTP_LISTEN.rsplit(":", 1)[1]): "pep",
+}
+MAX_RELAY_BYTES = 1 << 20
 
 
 class Managed:
@@ -208,6 +220,30 @@ class Agent:
         if r.returncode != 0:
             return 500, {"error": f"{' '.join(argv)}: {r.stderr.strip()}"}
         return 200, {"route": " ".join(argv[3:])}
+
+    def http(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """One HTTP exchange with a program of this box that serves on 127.0.0.1 (the emulator's
+        control and metrics, the gateway's, the PEP's): the worker's live view, live control
+        and metrics scrape reach them through here on any kind of box. Only their ports."""
+        port, method, path = int(body["port"]), str(body["method"]), str(body["path"])
+        if port not in LOCAL_SERVICES:
+            names = ", ".join(f"{p} ({n})" for p, n in LOCAL_SERVICES.items())
+            return 400, {"error": f"port: {port} is not one of {names}"}
+        if method not in ("GET", "POST") or not path.startswith("/"):
+            return 400, {"error": f"method, path: {method} {path!r} (GET or POST, /...)"}
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=float(body.get("timeout", 3)))
+        try:
+            data = json.dumps(body["json"]).encode() if body.get("json") is not None else None
+            conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            text = resp.read(MAX_RELAY_BYTES + 1)
+        except OSError as exc:
+            return 502, {"error": f"127.0.0.1:{port} ({LOCAL_SERVICES[port]}): {exc}"}
+        finally:
+            conn.close()
+        if len(text) > MAX_RELAY_BYTES:
+            return 502, {"error": f"127.0.0.1:{port}: answer over {MAX_RELAY_BYTES} bytes"}
+        return 200, {"status": resp.status, "body": text.decode(errors="replace")}
 
     def splice(self, body: dict[str, Any]) -> tuple[int, Any]:
         """Splices a bump into the box's interface `interface` (a container box's satellite side,
@@ -370,6 +406,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.offloads(body)
         case "POST", ["route-metrics"]:
             return agent.route_metrics(body)
+        case "POST", ["http"]:
+            return agent.http(body)
         case "POST", ["splice"]:
             return agent.splice(body)
         case "POST", ["unsplice"]:

@@ -6,19 +6,15 @@ up within half a second, sends them to its emulator and writes the answer back; 
 it up to control_timeout_s.
 
 Worker side (`emulator_request`): the emulator's control HTTP listens on 127.0.0.1:8781 (its
-default, docs/emulator-contract.md) inside the testbed's `emu` network namespace. The worker opens
-the TCP connection from a short-lived thread that has joined that namespace with setns(2); the
-socket stays in the namespace it was created in, so the HTTP exchange then runs in any thread. The
-worker finds its testbed by the state directory whose owner_pid is its own process
-(satlab.testbed.testbed.STATE_ROOT/<id>/state.json).
+default, docs/emulator-contract.md) inside the testbed's `emu` box; the box's host agent relays
+the exchange (POST /http), so it is the same on a namespace and a container testbed. The worker
+finds its testbed by the state directory whose owner_pid is its own process
+(satlab.testbed.backend.owned_testbed).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
-import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +29,7 @@ from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, Unavailable
 from satlab.service.models import ControlRequest, Experiment, Run
 from satlab.settings import get_settings
-from satlab.testbed.runner import EMULATOR_CONTROL_LISTEN
+from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
 
 _host, _port = EMULATOR_CONTROL_LISTEN.rsplit(":", 1)
 EMULATOR_CONTROL = (_host, int(_port))  # where the runner makes every emulator listen
@@ -105,49 +101,37 @@ def request(session: Session, who: Principal, run_id: int, body: ControlIn) -> d
 
 
 def current_testbed_id() -> str | None:
-    """The testbed this process owns (the one being run), if any."""
-    from satlab.testbed.testbed import STATE_ROOT
+    """The testbed this process owns (the one being run), of either kind, if any."""
+    from satlab.testbed.backend import owned_testbed
 
-    if not STATE_ROOT.is_dir():
-        return None
-    for d in STATE_ROOT.iterdir():
-        try:
-            state = json.loads((d / "state.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if state.get("owner_pid") == os.getpid():
-            return d.name
-    return None
+    return owned_testbed()
 
 
-def netns_http(
+def box_http(
     testbed_id: str,
     box: str,
-    address: tuple[str, int],
+    port: int,
     method: str,
     path: str,
     body: dict[str, Any] | None = None,
     timeout: float = 3.0,
 ) -> tuple[int, bytes]:
-    """One HTTP exchange with a server that listens inside one of the testbed's namespaces."""
-    from satlab.testbed.topology import namespace_name, socket_in_netns
+    """One HTTP exchange with a program that serves on 127.0.0.1:`port` in one of the testbed's
+    boxes, relayed by the box's agent (POST /http): the same on namespaces and containers.
+    OSError when the box or the program is not there."""
+    from satlab.agent.unixhttp import AgentError
+    from satlab.agent.unixhttp import request as agent_request
+    from satlab.testbed.backend import agent_sockets
 
-    sock = socket_in_netns(namespace_name(testbed_id, box), socket.AF_INET, socket.SOCK_STREAM)
+    sock = agent_sockets(testbed_id).get(box)
+    if sock is None:
+        raise ConnectionError(f"testbed {testbed_id} has no box {box}")
+    req = {"port": port, "method": method, "path": path, "json": body, "timeout": timeout}
     try:
-        sock.settimeout(timeout)
-        sock.connect(address)
-    except OSError:
-        sock.close()
-        raise
-    conn = http.client.HTTPConnection(*address, timeout=timeout)
-    conn.sock = sock
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
+        out = agent_request(str(sock), "POST", "/http", req, timeout=timeout + 1)
+    except AgentError as exc:  # refused, not running, going away with its testbed
+        raise ConnectionError(str(exc)) from None
+    return int(out["status"]), str(out["body"]).encode()
 
 
 def emulator_request(
@@ -157,8 +141,8 @@ def emulator_request(
     body: dict[str, Any] | None = None,
     timeout: float = 3.0,
 ) -> tuple[int, dict[str, Any]]:
-    """One HTTP exchange with the emulator's control server in the testbed's emu namespace."""
-    status, raw = netns_http(testbed_id, "emu", EMULATOR_CONTROL, method, path, body, timeout)
+    """One HTTP exchange with the emulator's control server in the testbed's emu box."""
+    status, raw = box_http(testbed_id, "emu", EMULATOR_CONTROL[1], method, path, body, timeout)
     try:
         parsed = json.loads(raw) if raw else {}
     except json.JSONDecodeError:
@@ -186,11 +170,10 @@ def latest_tcp(testbed_id: str, timeout: float = 1.0) -> list[dict[str, Any]]:
     sampling round; hosts that sample nothing answer with none."""
     from satlab.agent.unixhttp import AgentError
     from satlab.agent.unixhttp import request as agent_request
-    from satlab.testbed.testbed import STATE_ROOT
+    from satlab.testbed.backend import agent_sockets
 
     out: list[dict[str, Any]] = []
-    for sock in sorted((STATE_ROOT / testbed_id).glob("*.sock")):
-        host = sock.stem
+    for host, sock in agent_sockets(testbed_id).items():
         if not host.startswith(("srv", "cli")):
             continue
         try:

@@ -1,8 +1,8 @@
 """Live link metrics of running runs for a Prometheus server: GET /api/metrics/runs.
 
 The emulator, the edge gateways and the PEPs of a run serve Prometheus text on 127.0.0.1 inside
-their own network namespaces, where no monitoring stack can reach them. The worker that runs the
-run scrapes them with every heartbeat (`scrape`, from inside each namespace) and stores the texts
+their own boxes, where no monitoring stack can reach them. The worker that runs the run scrapes
+them with every heartbeat (`scrape`, through each box's agent) and stores the texts
 in live_metrics; the API serves every fresh scrape of a running run as one exposition (`render`),
 each sample labelled with its run, experiment, scenario, configuration, component and box, and
 each metric family once (Prometheus refuses a family whose HELP/TYPE lines repeat). A Prometheus
@@ -24,38 +24,38 @@ from sqlalchemy.orm import Session
 from satlab.service.models import Experiment, LiveMetrics, Run
 from satlab.settings import get_settings
 
-# Where each component of a testbed serves /metrics: (component, box, "host:port"). The runner
-# makes them listen there (service/control.py for the emulator, testbed/gateway.py, testbed/pep.py);
-# a component a run does not use refuses the connection at once and is left out.
-SCRAPE_TIMEOUT_S = 1.0
+# Where each component of a testbed serves /metrics: (component, box, port on 127.0.0.1). The
+# runner makes them listen there (testbed/emulator.py, testbed/gateway.py, testbed/pep.py); a
+# component a run does not use refuses the connection at once and is left out.
+TIMEOUT_S = 1.0
 MAX_TEXT_BYTES = 1 << 20  # one target's exposition; the emulator's is ~10 KB
 # name, {labels}, value, optional timestamp (text format 0.0.4)
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?$")
 
 
-def targets() -> list[tuple[str, str, str]]:
-    from satlab.service.control import EMULATOR_CONTROL
+def targets() -> list[tuple[str, str, int]]:
     from satlab.testbed import gateway, pep
+    from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
 
-    host, port = EMULATOR_CONTROL
-    return [("emulator", "emu", f"{host}:{port}")] + [
-        (component, box, listen)
+    def port(listen: str) -> int:
+        return int(listen.rsplit(":", 1)[1])
+
+    return [("emulator", "emu", port(EMULATOR_CONTROL_LISTEN))] + [
+        (component, box, port(listen))
         for component, listen in (("gateway", gateway.HTTP_LISTEN), ("pep", pep.HTTP_LISTEN))
         for box in ("gw", "st")
     ]
 
 
 def scrape(testbed_id: str) -> list[dict[str, str]]:
-    """Worker side: the /metrics text of every component of the testbed that answers."""
-    from satlab.service.control import netns_http
+    """Worker side: the /metrics text of every component of the testbed that answers, relayed by
+    each box's agent (namespace and container testbeds alike)."""
+    from satlab.service.control import box_http
 
     out = []
-    for component, box, listen in targets():
-        host, port = listen.rsplit(":", 1)
+    for component, box, port in targets():
         try:
-            status, body = netns_http(
-                testbed_id, box, (host, int(port)), "GET", "/metrics", None, SCRAPE_TIMEOUT_S
-            )
+            status, body = box_http(testbed_id, box, port, "GET", "/metrics", timeout=TIMEOUT_S)
         except OSError:
             continue  # not running in this run (refused), or going away with the testbed
         if status == 200 and len(body) <= MAX_TEXT_BYTES:

@@ -5,14 +5,18 @@
   containers  the boxes of a Docker Compose deployment, containers that outlive the run
               (satlab.testbed.containers)
 
-Both give the runner the same Testbed interface and the same host agents.
+Both give the runner the same Testbed interface and the same host agents; `owned_testbed` and
+`agent_sockets` find the testbed a worker is running and its agents, whatever its kind (the live
+view, live control and live metrics reach the boxes only through the agents).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
-from satlab.testbed.testbed import Testbed, TestbedError
+from satlab.testbed.testbed import STATE_ROOT, Testbed, TestbedError
 
 KINDS = ("namespaces", "containers")
 
@@ -33,3 +37,33 @@ def create_testbed(
 
         return ContainerTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
     raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
+
+
+def _state_dirs() -> list[Path]:
+    from satlab.testbed.containers import RUNS
+
+    return [d for root in (STATE_ROOT, RUNS) if root.is_dir() for d in root.iterdir()]
+
+
+def owned_testbed(pid: int | None = None) -> str | None:
+    """The id of the open testbed process `pid` (this one) owns, of either kind."""
+    pid = os.getpid() if pid is None else pid
+    for d in _state_dirs():
+        try:
+            state = json.loads((d / "state.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if state.get("owner_pid") == pid:
+            return d.name
+    return None
+
+
+def agent_sockets(testbed_id: str) -> dict[str, Path]:
+    """The agent socket of each box of an open testbed, by role."""
+    from satlab.testbed.containers import BOXES, RUNS
+
+    if (STATE_ROOT / testbed_id).is_dir():
+        return {p.stem: p for p in sorted((STATE_ROOT / testbed_id).glob("*.sock"))}
+    if (RUNS / testbed_id).is_dir():
+        return {p.stem: p for p in sorted(BOXES.glob("*.sock"))}
+    return {}

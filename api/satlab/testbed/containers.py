@@ -21,6 +21,7 @@ Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from pathlib import Path
@@ -87,6 +88,8 @@ class ContainerTestbed(Testbed):
             for stale in RUNS.glob("*") if RUNS.is_dir() else []:
                 shutil.rmtree(stale, ignore_errors=True)  # left by a worker that died mid-run
             self.dir.mkdir(parents=True)
+            # whose testbed this is (backend.owned_testbed: the worker's live view and control)
+            (self.dir / "state.json").write_text(json.dumps({"owner_pid": os.getpid()}))
             self.topo = topology.Topology(self.id, self.servers, self.clients, self.mtu)
             for role in roles:
                 self.topo.boxes[role] = topology.Box(role, f"container:{role}", box_address(role))

@@ -17,6 +17,7 @@ from satlab.settings import get_check_limits
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EMULATOR_BIN = Path(os.environ.get("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator"))
+EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"  # control and metrics, inside the emulator's box
 
 
 class LinkConfigError(ValueError):

@@ -42,12 +42,12 @@ from satlab.testbed import hops, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.backend import create_testbed
+from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
 RESULT_SCHEMA = "satlab.run/1"
 BASE_PORT = 5001
-EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"
 STOP_GRACE_S = 5.0
 # Every sender waits for t0 + its start_s itself (satlab.traffic --start-at), so traffic starts at
 # t0 exactly rather than whenever each process is up; t0 is set this far ahead of the senders'
