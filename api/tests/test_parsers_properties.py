@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -375,6 +376,7 @@ def test_generated_tick_files_are_accepted(
 
 
 MODULATION_NAMES = ["BPSK", "Pi/2BPSK", "QPSK", "8PSK", "16APSK", "16QAM", "32APSK"]
+MODULATION_NAMES += ["8APSK", "64APSK", "128APSK", "256APSK"]  # DVB-S2X
 
 
 @BOUNDED
@@ -387,12 +389,21 @@ def test_generated_modcod_tables_are_accepted(data: st.DataObject) -> None:
         k = data.draw(st.integers(1, n - 1))
         modulation = data.draw(st.sampled_from(MODULATION_NAMES))
         modulation = data.draw(st.sampled_from([modulation, modulation.lower()]))
-        rows.append(
-            [str(i), modulation, f"{k}/{n}", data.draw(num(0.01, 10)), data.draw(num(-30, 60))]
-        )
+        rate = f"{k}/{n}" + data.draw(st.sampled_from(["", "-L"]))
+        rows.append([str(i), modulation, rate, data.draw(num(0.01, 10)), data.draw(num(-30, 60))])
     if data.draw(st.booleans()):
         rows.insert(0, ["nb_fmt", "=", str(len(ids))])
     assert validate("modcod", render(rows, data).encode()) == len(ids)
+
+
+def test_shipped_modcod_tables_are_accepted() -> None:
+    """The emulator's embedded tables, DVB-S2X included (EN 302 307-2 Table 20a rows such as
+    `138 8APSK 5/9-L ...`), pass the upload check."""
+    data = Path(__file__).resolve().parents[2] / "crates/linkmodel/src/data"
+    assert validate("modcod", (data / "dvbs2_modcod.txt").read_bytes()) == 28
+    assert validate("modcod", (data / "dvbs2x_modcod.txt").read_bytes()) == 66
+    with pytest.raises(Invalid, match="code rate '5/9-X'"):
+        validate("modcod", b"1 8APSK 5/9-X 1.6 4.7\n")
 
 
 @BOUNDED

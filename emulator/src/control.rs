@@ -13,7 +13,7 @@ use crate::dataplane::{Cmd, DirHandle, PortStats};
 use crate::release::PROM_BOUNDS_US;
 use crate::telemetry::TelemetryStats;
 use linkmodel::records::{EmulatorStatus, ReleaseErrors};
-use linkmodel::{ControlCommand, ControlRequest, ControlTarget, Dir, DirectionStatus};
+use linkmodel::{ClassStatus, ControlCommand, ControlRequest, ControlTarget, Dir, DirectionStatus};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Write};
@@ -421,6 +421,85 @@ fn release_histogram(out: &mut String, dirs: &[&str; 2], ports: [&PortStats; 2])
     }
 }
 
+/// The per-class queue metrics (`queue.classes`), labelled `direction` and `class`; nothing for a
+/// direction without classes.
+fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
+    type ClassDef = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&ClassStatus) -> f64,
+    );
+    let defs: [ClassDef; 9] = [
+        ("class_queue_packets", "gauge", "Packets of the class in the queue.", |c| {
+            c.queue_packets as f64
+        }),
+        ("class_queue_bytes", "gauge", "Bytes of the class in the queue.", |c| {
+            c.queue_bytes as f64
+        }),
+        (
+            "class_enqueued_packets_total",
+            "counter",
+            "Packets queued in the class.",
+            |c| c.enqueued_packets as f64,
+        ),
+        (
+            "class_dropped_packets_total",
+            "counter",
+            "Packets dropped on arrival by the class's or the queue's limit.",
+            |c| c.dropped_packets as f64,
+        ),
+        (
+            "class_dropped_bytes_total",
+            "counter",
+            "Bytes dropped on arrival by the class's or the queue's limit.",
+            |c| c.dropped_bytes as f64,
+        ),
+        (
+            "class_sent_packets_total",
+            "counter",
+            "Packets of the class taken into frames.",
+            |c| c.sent_packets as f64,
+        ),
+        (
+            "class_sent_bytes_total",
+            "counter",
+            "Bytes of the class taken into frames.",
+            |c| c.sent_bytes as f64,
+        ),
+        (
+            "class_queue_delay_seconds_total",
+            "counter",
+            "Sum of the queueing delays of the class's sent packets (mean: divide by class_sent_packets_total).",
+            |c| c.queue_delay_sum_ms / 1e3,
+        ),
+        (
+            "class_queue_delay_max_seconds",
+            "gauge",
+            "Largest queueing delay of a sent packet of the class.",
+            |c| c.queue_delay_max_ms / 1e3,
+        ),
+    ];
+    if st.iter().all(|s| s.classes.is_empty()) {
+        return;
+    }
+    for (name, kind, help, f) in defs {
+        let _ = writeln!(out, "# HELP satlab_emulator_{name} {help}");
+        let _ = writeln!(out, "# TYPE satlab_emulator_{name} {kind}");
+        for s in st {
+            for c in &s.classes {
+                let _ = writeln!(
+                    out,
+                    "satlab_emulator_{name}{{direction=\"{}\",class=\"{}\"}} {}",
+                    s.direction.as_str(),
+                    c.name,
+                    f(c)
+                );
+            }
+        }
+    }
+}
+
 /// A counter: metric name, help text, how to read it.
 type CounterDef<T> = (&'static str, &'static str, fn(&T) -> u64);
 
@@ -546,6 +625,7 @@ pub fn metrics_text(
         "Bytes in the queue.",
         &per(&|s| s.queue_bytes as f64),
     );
+    class_metrics(&mut o, st);
     let dirs = ["forward", "return"];
     let port_counters: [CounterDef<PortStats>; 12] = [
         (
@@ -755,6 +835,7 @@ mod tests {
             queue_packets: 4,
             queue_bytes: 6000,
             counters: Default::default(),
+            classes: Vec::new(),
         };
         let mut r = s.clone();
         r.direction = Dir::Return;
@@ -777,5 +858,57 @@ mod tests {
             let (_, v) = line.rsplit_once(' ').unwrap();
             v.parse::<f64>().unwrap();
         }
+        assert!(
+            !text.contains("satlab_emulator_class_"),
+            "no classes, no class metrics"
+        );
+    }
+
+    #[test]
+    fn class_metrics_are_labelled_by_direction_and_class() {
+        let class = |name: &str, sent: u64, delay_sum_ms: f64| ClassStatus {
+            name: name.into(),
+            priority: 0,
+            weight: 1,
+            queue_packets: 2,
+            queue_bytes: 3000,
+            enqueued_packets: sent + 2,
+            enqueued_bytes: 0,
+            dropped_packets: 1,
+            dropped_bytes: 1514,
+            sent_packets: sent,
+            sent_bytes: sent * 1514,
+            queue_delay_sum_ms: delay_sum_ms,
+            queue_delay_max_ms: 250.0,
+        };
+        let s = DirectionStatus {
+            direction: Dir::Forward,
+            modcod: None,
+            esn0_db: 12.5,
+            attenuation_db: 0.0,
+            useful_rate_bps: 1e7,
+            delay_ms: 250.0,
+            ber: 0.0,
+            queue_packets: 4,
+            queue_bytes: 6000,
+            counters: Default::default(),
+            classes: vec![class("ef", 10, 5.0), class("bulk", 100, 25000.0)],
+        };
+        let mut r = s.clone();
+        r.direction = Dir::Return;
+        r.classes.clear();
+        let p = PortStats::default();
+        let text = metrics_text(1.0, [&s, &r], [&p, &p], &TelemetryStats::default());
+        assert!(text.contains(
+            "satlab_emulator_class_sent_packets_total{direction=\"forward\",class=\"bulk\"} 100\n"
+        ));
+        assert!(text.contains(
+            "satlab_emulator_class_queue_delay_seconds_total{direction=\"forward\",class=\"bulk\"} 25\n"
+        ));
+        assert!(text.contains(
+            "satlab_emulator_class_queue_delay_max_seconds{direction=\"forward\",class=\"ef\"} 0.25\n"
+        ));
+        assert!(text.contains("# TYPE satlab_emulator_class_dropped_packets_total counter\n"));
+        assert!(!text.contains("direction=\"return\",class="));
     }
 }

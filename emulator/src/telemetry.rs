@@ -391,6 +391,7 @@ mod tests {
                 offered_packets: 10,
                 ..Default::default()
             },
+            classes: Vec::new(),
         }
     }
 

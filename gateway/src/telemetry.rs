@@ -179,6 +179,7 @@ mod tests {
             queue_packets: 0,
             queue_bytes: 0,
             counters: Default::default(),
+            classes: Vec::new(),
         };
         let line = TelemetryLine::Telemetry(linkmodel::records::StatusLine { t_ms: 1.0, status });
         serde_json::to_string(&line).unwrap()

@@ -5,6 +5,51 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 
+class ClassStatus(TypedDict):
+    """
+    Status and counters of one traffic class of the queue (counters only grow).
+    """
+
+    dropped_bytes: int
+    dropped_packets: int
+    """
+    Packets dropped on arrival (class or queue limit).
+    """
+    enqueued_bytes: int
+    enqueued_packets: int
+    name: str
+    priority: int
+    """
+    Strict priority level (0 first).
+    """
+    queue_bytes: int
+    """
+    Bytes of the class in the queue now.
+    """
+    queue_delay_max_ms: float
+    """
+    Largest queueing delay of a sent packet, ms.
+    """
+    queue_delay_sum_ms: float
+    """
+    Sum of the queueing delays of the sent packets (arrival to the start of the frame that
+    carries their first byte), ms; the mean is this / `sent_packets`.
+    """
+    queue_packets: int
+    """
+    Packets of the class in the queue now.
+    """
+    sent_bytes: int
+    sent_packets: int
+    """
+    Packets taken from the queue into a frame.
+    """
+    weight: int
+    """
+    Deficit-round-robin weight within its level.
+    """
+
+
 class Counters(TypedDict):
     """
     Per-direction counters (status JSON `counters`); they only grow.
@@ -81,6 +126,10 @@ class DirectionStatus(TypedDict):
     ber: float
     """
     Long-run average BER of the bit-error model (0 for none or an error-pattern file).
+    """
+    classes: NotRequired[list[ClassStatus]]
+    """
+    Per-class queues (`queue.classes`), in configuration order; absent without classes.
     """
     counters: Counters
     delay_ms: float

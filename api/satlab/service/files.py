@@ -43,6 +43,8 @@ NAME_RE = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 MODULATIONS = {"bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"}
+# DVB-S2X (EN 302 307-2) constellations; a rate may carry the "-L" (linear channel) suffix.
+MODULATIONS |= {"8apsk", "64apsk", "128apsk", "256apsk"}
 
 
 def _data_lines(text: str) -> Iterator[tuple[int, list[str]]]:
@@ -107,9 +109,11 @@ def _modcod(text: str) -> int:
         if f[1].lower() not in MODULATIONS:
             raise Invalid(
                 f"line {line}: unknown modulation {f[1]!r} "
-                "(BPSK, Pi/2BPSK, QPSK, 8PSK, 16APSK, 16QAM, 32APSK)"
+                "(BPSK, Pi/2BPSK, QPSK, 8PSK, 8APSK, 16APSK, 16QAM, 32APSK, 64APSK, 128APSK, "
+                "256APSK)"
             )
-        k, _, m = f[2].partition("/")
+        rate = f[2][:-2] if f[2].endswith(("-L", "-l")) else f[2]
+        k, _, m = rate.partition("/")
         # u32 numbers as the emulator reads them, ASCII digits (see _tick_values).
         k, m = k.lstrip("0"), m.lstrip("0")
         if not (
@@ -120,7 +124,9 @@ def _modcod(text: str) -> int:
             and len(k) <= len(m) <= 10
             and 0 < int(k) < int(m) < 2**32
         ):
-            raise Invalid(f"line {line}: code rate {f[2]!r} is not a fraction k/n with 0 < k < n")
+            raise Invalid(
+                f"line {line}: code rate {f[2]!r} is not a fraction k/n (or k/n-L) with 0 < k < n"
+            )
         eff = _number(line, f[3], "efficiency")
         if not 0.01 <= eff <= 10:
             raise Invalid(f"line {line}: efficiency {eff:g} is outside [0.01, 10] bit/symbol")

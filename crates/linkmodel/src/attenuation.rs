@@ -21,6 +21,15 @@ use std::path::Path;
 use crate::config::{AttenuationConfig, AttenuationKind, ConfigError};
 use crate::textfile;
 
+/// The deepest attenuation a trace holds, dB: an outage. With clear sky at most 60 dB a hop's C/N
+/// is then at most -40 dB, where every MODCOD of the embedded tables fails (PER 1 under the default
+/// waterfall), so any deeper fade behaves the same. Trace writers clamp deeper fades to it and say
+/// so in the header (satlab.weather, e.g. ITU-R P.1853 at 30 GHz in the tropics); values above it
+/// stay an error here, so a trace in other units (linear, percent) is not taken silently.
+pub const MAX_TRACE_DB: f64 = 100.0;
+/// The largest gain (negative attenuation: scintillation enhancement) a trace holds, dB.
+pub const MIN_TRACE_DB: f64 = -50.0;
+
 /// A parsed attenuation trace: (tick, dB), ticks strictly increasing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
@@ -30,7 +39,7 @@ pub struct Trace {
 impl Trace {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         Ok(Trace {
-            points: parse_tick_values(text, path, "attenuation dB", -50.0, 100.0)?,
+            points: parse_tick_values(text, path, "attenuation dB", MIN_TRACE_DB, MAX_TRACE_DB)?,
         })
     }
 
@@ -292,6 +301,33 @@ mod tests {
         assert!((t.at(5_000 * MS) - 2.5).abs() < 1e-9);
         assert!((t.at(8_000 * MS) - 1.0).abs() < 1e-9);
         assert!((t.at(12_000 * MS) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_ceiling_is_an_outage() {
+        // Accepted up to MAX_TRACE_DB, refused above it.
+        let p = Path::new("rain.csv");
+        let t = Trace::parse("0 0\n1 100\n", p).unwrap();
+        assert_eq!(t.at(1.0, false), MAX_TRACE_DB);
+        let e = Trace::parse("0 0\n1 100.5\n", p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "rain.csv:2: attenuation dB 100.5 is outside [-50, 100]"
+        );
+        // At the ceiling, the best channel (clear sky 60 dB both hops) is below every MODCOD of
+        // the embedded tables even with the widest default waterfall: every frame is erased.
+        let ch = crate::channel::Channel::constant(60.0, 60.0, 0.0, MAX_TRACE_DB);
+        let esn0 = ch.esn0_db(0);
+        assert!(esn0 <= -40.0, "{esn0}");
+        for table in [
+            crate::modcod::ModcodTable::dvbs2_default(),
+            crate::modcod::ModcodTable::rcs2_default(),
+        ] {
+            for m in &table.rows {
+                let per = crate::per::PerCurve::waterfall(m.esn0_db, 10.0).per(esn0);
+                assert_eq!(per, 1.0, "{} at {esn0} dB", m.name());
+            }
+        }
     }
 
     #[test]

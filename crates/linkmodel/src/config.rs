@@ -177,6 +177,17 @@ pub enum LinkKind {
     Fixed,
 }
 
+/// An embedded MODCOD table of a DVB-S2 link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModcodSet {
+    /// EN 302 307-1 Table 13: the 28 DVB-S2 MODCODs (ids 1-28).
+    Dvbs2,
+    /// The DVB-S2 MODCODs plus the 38 DVB-S2X MODCODs of EN 302 307-2 Table 20a (8APSK, 16/32/64/
+    /// 128/256APSK, the finer rates, the -L constellations; ids = PLS codes 132-214).
+    Dvbs2x,
+}
+
 /// DVB-S2 FECFRAME length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -214,9 +225,12 @@ pub struct DirectionConfig {
     /// RCS2 burst length in symbols (the embedded table is for 536-symbol bursts).
     #[schemars(range(min = 64, max = 100000), extend("x-unit" = "symbols"))]
     pub burst_symbols: u32,
-    /// MODCOD table file (`id MOD rate efficiency esn0_db`); default: embedded EN 302 307-1
-    /// Table 13 (dvbs2) or the OpenSAND RCS2 536-symbol table (rcs2).
+    /// MODCOD table file (`id MOD rate efficiency esn0_db`); default: the embedded table of
+    /// `modcod_set` (dvbs2) or the OpenSAND RCS2 536-symbol table (rcs2).
     pub modcod_table: Option<PathBuf>,
+    /// Embedded MODCOD table of a dvbs2 link without `modcod_table`: `dvbs2` (default).
+    #[schemars(extend("x-when" = {"kind": ["dvbs2"]}))]
+    pub modcod_set: Option<ModcodSet>,
     /// PER table file (`modcod_id,esn0_db,per`); default: waterfall derived from the thresholds.
     pub per_table: Option<PathBuf>,
     /// Width of the default waterfall from PER 1e-1 to 1e-7, dB.
@@ -252,6 +266,7 @@ impl Default for DirectionConfig {
             rate_bps: None,
             burst_symbols: 536,
             modcod_table: None,
+            modcod_set: None,
             per_table: None,
             waterfall_width_db: 0.2,
             gse_label_bytes: 3,
@@ -450,14 +465,20 @@ impl Default for SkyNoiseConfig {
     }
 }
 
-/// Drop-tail queue limits (a packet is dropped if either would be exceeded).
+/// Queue limits (a packet is dropped if either would be exceeded), and optional per-class queues.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
+    /// Packets waiting for a frame (all classes together).
     #[schemars(range(min = 1, max = 10000000), extend("x-unit" = "packets"))]
     pub limit_packets: u64,
+    /// Bytes waiting for a frame (all classes together).
     #[schemars(range(min = 64, max = 17_179_869_184_u64), extend("x-unit" = "bytes"))]
     pub limit_bytes: u64,
+    /// Per-class queues, served by strict priority between priority levels and by deficit round
+    /// robin (weights) within a level. Empty: one drop-tail FIFO.
+    #[schemars(length(max = 16))]
+    pub classes: Vec<ClassConfig>,
 }
 
 impl Default for QueueConfig {
@@ -465,8 +486,71 @@ impl Default for QueueConfig {
         QueueConfig {
             limit_packets: 1000,
             limit_bytes: 1_500_000,
+            classes: Vec::new(),
         }
     }
+}
+
+/// Most classes a direction may have.
+pub const MAX_CLASSES: usize = 16;
+
+/// One traffic class of the queue. A packet belongs to the first class (in list order) whose
+/// `dscp` list holds its DSCP or one of whose `flows` rules it matches; a packet no class selects
+/// goes to the default class, the one class with neither `dscp` nor `flows`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClassConfig {
+    /// Class name (status and metric label): 1-32 characters of a-z, 0-9, `_`, `-`; unique.
+    #[schemars(length(min = 1, max = 32), regex(pattern = r"^[a-z0-9_-]+$"))]
+    pub name: String,
+    /// DSCP values (0-63, the IPv4 TOS / IPv6 traffic class >> 2) that select this class.
+    #[serde(default)]
+    #[schemars(length(max = 64), inner(range(min = 0, max = 63)))]
+    pub dscp: Vec<u8>,
+    /// Flow rules that select this class (any one matching is enough).
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub flows: Vec<FlowRule>,
+    /// Strict priority level: 0 is served first; a level is served only while every lower
+    /// number is empty.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 7))]
+    pub priority: u8,
+    /// Share among the classes of the same priority level (deficit round robin: a quantum of
+    /// weight x 1518 bytes per round).
+    #[serde(default = "default_weight")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub weight: u32,
+    /// Packets this class may hold (default: the queue's `limit_packets`).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 10000000), extend("x-unit" = "packets"))]
+    pub limit_packets: Option<u64>,
+    /// Bytes this class may hold (default: the queue's `limit_bytes`).
+    #[serde(default)]
+    #[schemars(range(min = 64, max = 17_179_869_184_u64), extend("x-unit" = "bytes"))]
+    pub limit_bytes: Option<u64>,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// A flow rule: every field given must match (IPv4, or IPv6 without extension headers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRule {
+    /// IP protocol number (1 ICMP, 6 TCP, 17 UDP); any protocol when absent.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 255))]
+    pub protocol: Option<u8>,
+    /// TCP or UDP source port.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 65535))]
+    pub src_port: Option<u16>,
+    /// TCP or UDP destination port.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 65535))]
+    pub dst_port: Option<u16>,
 }
 
 /// Bit-error model of delivered packets.

@@ -1,7 +1,9 @@
 //! One direction of the link: the pipeline of its stages, in packet order.
 //!
 //! ```text
-//! enqueue -> queue.rs       drop-tail queue; a packet that does not fit is a QueueDrop
+//! enqueue -> queue.rs       drop-tail queue, or per-class queues (classes.rs: DSCP / flow
+//!                           rules, strict priority + DRR); a packet that does not fit is a
+//!                           QueueDrop
 //!         -> scheduler.rs   frames on the air: BBFrames / RCS2 bursts packed with GSE
 //!                           (framing.rs; MODCOD from the ACM loop, acm.rs), or one packet at a
 //!                           time on a fixed-rate link
@@ -155,7 +157,7 @@ impl Direction {
             dir,
             channel,
             delay,
-            queue: Queue::new(d.queue.limit_packets, d.queue.limit_bytes),
+            queue: Queue::from_config(&d.queue),
             scheduler: Scheduler::new(phy, d.gse_label_bytes),
             erasure: Erasure::new(
                 curves,
@@ -179,7 +181,7 @@ impl Direction {
     pub fn enqueue(&mut self, now_ns: u64, frame: Vec<u8>) {
         self.advance(now_ns);
         self.counters.offered_packets += 1;
-        if let Err(frame) = self.queue.push(frame) {
+        if let Err(frame) = self.queue.push(now_ns, frame) {
             self.counters.queue_drops += 1;
             if self.queue_drops.is_empty() {
                 self.drops_since = now_ns;
@@ -276,6 +278,7 @@ impl Direction {
             queue_packets: self.queue.len() as u64,
             queue_bytes: self.queue.bytes(),
             counters: self.counters.clone(),
+            classes: self.queue.class_status(),
         }
     }
 

@@ -105,23 +105,24 @@ where
     packed
 }
 
-/// Where `pack` takes packets from.
+/// Where `pack` takes packets from. `front_len` is the length of the packet `pop_front` would
+/// give next (it may settle a scheduling choice, hence `&mut`; asking twice gives the same).
 pub trait PacketSource {
-    fn front_len(&self) -> Option<usize>;
+    fn front_len(&mut self) -> Option<usize>;
     fn pop_front(&mut self) -> Option<Vec<u8>>;
 }
 
-impl PacketSource for crate::queue::Queue {
-    fn front_len(&self) -> Option<usize> {
-        crate::queue::Queue::front_len(self)
+impl PacketSource for crate::queue::QueueAt<'_> {
+    fn front_len(&mut self) -> Option<usize> {
+        self.queue.front_len()
     }
     fn pop_front(&mut self) -> Option<Vec<u8>> {
-        self.pop()
+        self.queue.pop(self.now_ns)
     }
 }
 
 impl PacketSource for std::collections::VecDeque<Vec<u8>> {
-    fn front_len(&self) -> Option<usize> {
+    fn front_len(&mut self) -> Option<usize> {
         self.front().map(Vec::len)
     }
     fn pop_front(&mut self) -> Option<Vec<u8>> {

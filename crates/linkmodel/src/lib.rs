@@ -4,7 +4,8 @@
 //! (monotonic nanoseconds since the start of the run). One [`Direction`] is one pipeline:
 //!
 //! ```text
-//! enqueue -> queue (drop-tail) -> scheduler (BBFrames / RCS2 bursts / fixed rate; ACM)
+//! enqueue -> queue (drop-tail, or per-class queues)
+//!         -> scheduler (BBFrames / RCS2 bursts / fixed rate; ACM)
 //!         -> erasure (PER erasure of whole frames) -> bit errors (on surviving packets)
 //!         -> reordering (optional) -> delay line (propagation delay) -> poll
 //! ```
@@ -18,7 +19,8 @@
 
 // The pipeline of one direction (`direction.rs`), and its stages in packet order.
 pub mod direction;
-// 1. queue
+// 1. queue (per-class queues: classes)
+pub mod classes;
 pub mod queue;
 // 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing)
 pub mod acm;
@@ -59,4 +61,6 @@ pub use config::{ConfigError, DirectionConfig, LinkConfig};
 pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
 pub use segment::SegmentKey;
-pub use types::{Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus, Outcome};
+pub use types::{
+    ClassStatus, Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus, Outcome,
+};

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{
     check_range, AcmMode, AttenuationConfig, AttenuationKind, BitErrorModel, ConfigError,
-    DirectionConfig, LinkConfig, LinkKind,
+    DirectionConfig, LinkConfig, LinkKind, MAX_CLASSES,
 };
 use crate::direction::LinkSetup;
 use crate::types::Dir;
@@ -212,6 +212,20 @@ impl DirectionConfig {
             10.0,
             " dB",
         )?;
+        if self.modcod_set.is_some() {
+            if self.link_kind() != LinkKind::Dvbs2 {
+                return Err(ConfigError::field(
+                    format!("{p}.modcod_set"),
+                    "only for kind dvbs2 (rcs2 uses modcod_table or the embedded RCS2 table)",
+                ));
+            }
+            if self.modcod_table.is_some() {
+                return Err(ConfigError::field(
+                    format!("{p}.modcod_set"),
+                    "give either modcod_table or modcod_set, not both",
+                ));
+            }
+        }
         if ![0u8, 3, 6].contains(&self.gse_label_bytes) {
             return Err(ConfigError::field(
                 format!("{p}.gse_label_bytes"),
@@ -305,7 +319,121 @@ impl DirectionConfig {
             64,
             1 << 34,
             " bytes",
-        )
+        )?;
+        self.validate_classes(p)
+    }
+
+    /// `queue.classes`: at most 16, unique names, bounds, at most one class per DSCP, rules that
+    /// select something, exactly one default class (no `dscp`, no `flows`).
+    fn validate_classes(&self, p: &str) -> Result<(), ConfigError> {
+        let q = &self.queue;
+        if q.classes.is_empty() {
+            return Ok(());
+        }
+        if q.classes.len() > MAX_CLASSES {
+            return Err(ConfigError::field(
+                format!("{p}.queue.classes"),
+                format!(
+                    "{} classes given, at most {MAX_CLASSES} allowed",
+                    q.classes.len()
+                ),
+            ));
+        }
+        let mut dscp_owner: [Option<&str>; 64] = [None; 64];
+        let mut defaults = Vec::new();
+        for (k, c) in q.classes.iter().enumerate() {
+            let cp = format!("{p}.queue.classes[{k}]");
+            let name_ok = (1..=32).contains(&c.name.len())
+                && c.name.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                });
+            if !name_ok {
+                return Err(ConfigError::field(
+                    format!("{cp}.name"),
+                    format!("{:?} is not 1-32 characters of a-z, 0-9, _ and -", c.name),
+                ));
+            }
+            if q.classes[..k].iter().any(|o| o.name == c.name) {
+                return Err(ConfigError::field(
+                    format!("{cp}.name"),
+                    format!("class name {:?} is used twice", c.name),
+                ));
+            }
+            check_range(&format!("{cp}.priority"), c.priority, 0, 7, "")?;
+            check_range(&format!("{cp}.weight"), c.weight, 1, 1000, "")?;
+            if let Some(n) = c.limit_packets {
+                check_range(
+                    &format!("{cp}.limit_packets"),
+                    n,
+                    1,
+                    q.limit_packets,
+                    " packets (at most queue.limit_packets)",
+                )?;
+            }
+            if let Some(n) = c.limit_bytes {
+                check_range(
+                    &format!("{cp}.limit_bytes"),
+                    n,
+                    64,
+                    q.limit_bytes,
+                    " bytes (at most queue.limit_bytes)",
+                )?;
+            }
+            if c.dscp.len() > 64 || c.flows.len() > 64 {
+                return Err(ConfigError::field(
+                    cp,
+                    "at most 64 dscp values and 64 flow rules per class",
+                ));
+            }
+            for (j, &d) in c.dscp.iter().enumerate() {
+                let dp = format!("{cp}.dscp[{j}]");
+                check_range(&dp, d, 0, 63, "")?;
+                if let Some(other) = dscp_owner[usize::from(d)] {
+                    return Err(ConfigError::field(
+                        dp,
+                        format!("DSCP {d} already selects class {other:?}"),
+                    ));
+                }
+                dscp_owner[usize::from(d)] = Some(&c.name);
+            }
+            for (j, r) in c.flows.iter().enumerate() {
+                let rp = format!("{cp}.flows[{j}]");
+                if r.protocol.is_none() && r.src_port.is_none() && r.dst_port.is_none() {
+                    return Err(ConfigError::field(
+                        rp,
+                        "a flow rule needs at least one of protocol, src_port, dst_port",
+                    ));
+                }
+                let ports = r.src_port.is_some() || r.dst_port.is_some();
+                if ports && !matches!(r.protocol, None | Some(6) | Some(17)) {
+                    return Err(ConfigError::field(
+                        format!("{rp}.protocol"),
+                        format!(
+                            "ports only exist for TCP (6) and UDP (17), not protocol {}",
+                            r.protocol.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            if crate::classes::is_default(c) {
+                defaults.push(c.name.as_str());
+            }
+        }
+        match defaults.len() {
+            1 => Ok(()),
+            0 => Err(ConfigError::field(
+                format!("{p}.queue.classes"),
+                "no default class: exactly one class must have neither dscp nor flows (it takes every packet no rule selects)",
+            )),
+            _ => Err(ConfigError::field(
+                format!("{p}.queue.classes"),
+                format!(
+                    "{} default classes ({}): exactly one class may have neither dscp nor flows",
+                    defaults.len(),
+                    defaults.join(", ")
+                ),
+            )),
+        }
     }
 
     fn validate_bit_errors(&self, p: &str) -> Result<(), ConfigError> {

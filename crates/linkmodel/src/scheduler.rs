@@ -14,7 +14,7 @@
 
 use crate::acm::{AcmLoop, Mode};
 use crate::channel::Channel;
-use crate::config::{AcmMode, ConfigError, DirectionConfig, LinkConfig, LinkKind};
+use crate::config::{AcmMode, ConfigError, DirectionConfig, LinkConfig, LinkKind, ModcodSet};
 use crate::delay::DelaySource;
 use crate::framing::{self, Gse, Partial};
 use crate::modcod::{dvbs2_shape, rcs2_shape, FrameShape, ModcodTable};
@@ -94,11 +94,15 @@ impl Phy {
     }
 }
 
-/// The MODCOD table of a DVB-S2 or RCS2 direction: `modcod_table`, or the embedded one.
+/// The MODCOD table of a DVB-S2 or RCS2 direction: `modcod_table`, or the embedded one
+/// (`modcod_set` for DVB-S2).
 pub(crate) fn modcod_table(d: &DirectionConfig) -> Result<ModcodTable, ConfigError> {
     Ok(match &d.modcod_table {
         Some(path) => ModcodTable::load(path)?,
-        None if d.link_kind() == LinkKind::Dvbs2 => ModcodTable::dvbs2_default(),
+        None if d.link_kind() == LinkKind::Dvbs2 => match d.modcod_set {
+            Some(ModcodSet::Dvbs2x) => ModcodTable::dvbs2x(),
+            Some(ModcodSet::Dvbs2) | None => ModcodTable::dvbs2_default(),
+        },
         None => ModcodTable::rcs2_default(),
     })
 }
@@ -330,13 +334,13 @@ impl Scheduler {
                     self.gse,
                     shape.data_bytes,
                     &mut self.partial,
-                    queue,
+                    &mut queue.at(t_ns),
                     &mut self.completes,
                 );
                 (shape.symbols as f64 * 1e9 / *symbol_rate_baud, m, packed)
             }
             Phy::Fixed { rate_bps } => {
-                let p = queue.pop().expect("start_frame with data");
+                let p = queue.pop(t_ns).expect("start_frame with data");
                 let bits = p.len() as f64 * 8.0;
                 let len = p.len() as u32;
                 self.completes.push((p, false));

@@ -119,4 +119,34 @@ pub struct DirectionStatus {
     pub queue_packets: u64,
     pub queue_bytes: u64,
     pub counters: Counters,
+    /// Per-class queues (`queue.classes`), in configuration order; absent without classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassStatus>,
+}
+
+/// Status and counters of one traffic class of the queue (counters only grow).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClassStatus {
+    pub name: String,
+    /// Strict priority level (0 first).
+    pub priority: u8,
+    /// Deficit-round-robin weight within its level.
+    pub weight: u32,
+    /// Packets of the class in the queue now.
+    pub queue_packets: u64,
+    /// Bytes of the class in the queue now.
+    pub queue_bytes: u64,
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    /// Packets dropped on arrival (class or queue limit).
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    /// Packets taken from the queue into a frame.
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    /// Sum of the queueing delays of the sent packets (arrival to the start of the frame that
+    /// carries their first byte), ms; the mean is this / `sent_packets`.
+    pub queue_delay_sum_ms: f64,
+    /// Largest queueing delay of a sent packet, ms.
+    pub queue_delay_max_ms: f64,
 }

@@ -30,6 +30,10 @@ export interface DirectionStatus {
    * Long-run average BER of the bit-error model (0 for none or an error-pattern file).
    */
   ber: number;
+  /**
+   * Per-class queues (`queue.classes`), in configuration order; absent without classes.
+   */
+  classes?: ClassStatus[];
   counters: Counters;
   /**
    * One-way propagation delay now, ms.
@@ -50,6 +54,49 @@ export interface DirectionStatus {
    * Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.
    */
   useful_rate_bps: number;
+}
+/**
+ * Status and counters of one traffic class of the queue (counters only grow).
+ */
+export interface ClassStatus {
+  dropped_bytes: number;
+  /**
+   * Packets dropped on arrival (class or queue limit).
+   */
+  dropped_packets: number;
+  enqueued_bytes: number;
+  enqueued_packets: number;
+  name: string;
+  /**
+   * Strict priority level (0 first).
+   */
+  priority: number;
+  /**
+   * Bytes of the class in the queue now.
+   */
+  queue_bytes: number;
+  /**
+   * Largest queueing delay of a sent packet, ms.
+   */
+  queue_delay_max_ms: number;
+  /**
+   * Sum of the queueing delays of the sent packets (arrival to the start of the frame that
+   * carries their first byte), ms; the mean is this / `sent_packets`.
+   */
+  queue_delay_sum_ms: number;
+  /**
+   * Packets of the class in the queue now.
+   */
+  queue_packets: number;
+  sent_bytes: number;
+  /**
+   * Packets taken from the queue into a frame.
+   */
+  sent_packets: number;
+  /**
+   * Deficit-round-robin weight within its level.
+   */
+  weight: number;
 }
 /**
  * Per-direction counters (status JSON `counters`); they only grow.
