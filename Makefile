@@ -51,7 +51,15 @@ reproduce: setup  ## Every paper reproduction (full set, hours): on the service 
 	  .venv/bin/satlab reproduce --subset full --local; \
 	fi
 
+phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver): PER(Es/N0) tables of every MODCOD, normal and short frames, into crates/linkmodel/src/data/per/ (many hours; resumable: run it again)
+	@t0=$$SECONDS; \
+	.venv/bin/satlab phy calibrate --modcod all --frame short --relative --esn0=-1.5:1.0:0.1 \
+	  --frames 2000 --out crates/linkmodel/src/data/per/dvbs2-short.csv && \
+	.venv/bin/satlab phy calibrate --modcod all --frame normal --relative --esn0=-0.8:0.4:0.05 \
+	  --frames 1000 --out crates/linkmodel/src/data/per/dvbs2-normal.csv; \
+	rc=$$?; echo "make phy-tables: $$((SECONDS - t0)) s"; exit $$rc
+
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas reproduce stop
+.PHONY: phy-tables help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas reproduce stop

@@ -6,11 +6,14 @@ source "$(dirname "$0")/lib.sh"
 
 # Debian packages: the database, the eBPF toolchain, traffic and capture tools, Python's venv;
 # Docker (docker.io 20.10 with BuildKit built in), Compose (docker-compose 1.29: Debian 12 has no
-# Compose v2) and mmdebstrap (the base image: scripts/base-image.sh) for the compose deployment.
+# Compose v2) and mmdebstrap (the base image: scripts/base-image.sh) for the compose deployment;
+# GNU Radio 3.10 (gr-dtv, gr-channels) for the DVB-S2 waveform calibration (emulator/phy);
+# Prometheus for the live-monitoring test and the Compose monitoring profile.
 APT_PACKAGES=(
   postgresql clang llvm libbpf-dev bpftool iproute2 iptables nftables ethtool
   iperf3 iputils-ping tcpdump tshark curl procps chromium python3-venv python3-dev build-essential pkg-config
   docker.io docker-compose mmdebstrap acl
+  gnuradio prometheus
 )
 
 apt_packages() {

@@ -52,6 +52,7 @@ stage "web lint (eslint)" web lint
 
 # Tier 2: unit tests per component.
 stage "rust unit tests" cargo test --release --workspace --quiet
+stage "DVB-S2 waveform chain (pytest, GNU Radio TX + Rust receiver)" "$PY/pytest" -q tests/phy
 stage "rust fuzzers (bounded, 20 s per target)" "$ROOT/tests/fuzz/run.sh" 20
 stage "api unit tests (pytest, real PostgreSQL)" "$PY/pytest" -q api/tests
 stage "web unit tests (vitest)" web test

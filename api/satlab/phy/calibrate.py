@@ -1,0 +1,312 @@
+"""`satlab phy calibrate`: PER(Es/N0) tables from a real DVB-S2 waveform.
+
+Per point (MODCOD, frame size, pilots, Es/N0): GNU Radio's gr-dtv transmitter and gr-channels'
+AWGN channel (emulator/phy/dvbs2_tx.py, run with Debian's /usr/bin/python3, the only interpreter
+that imports gnuradio) write the received IQ and the transmitted BBFRAMEs; the Rust receiver
+(`satlab-phy`, crates/dvbs2phy) decodes them and counts the frames whose BBFRAME is not delivered
+intact. Each finished point is appended to a state file (OUT.state.jsonl) so an interrupted
+calibration resumes where it stopped; the table is rewritten from the state after every point, in
+the emulator's PER table format (`modcod_id,esn0_db,per`, crates/linkmodel/src/per.rs) with a
+header recording the command, its parameters, the frames per point and, per row, the frame count
+and the binomial 95 % (Clopper-Pearson) confidence interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import beta
+
+ROOT = Path(__file__).resolve().parents[3]
+TX_SCRIPT = ROOT / "emulator" / "phy" / "dvbs2_tx.py"
+MODCOD_FILE = ROOT / "crates" / "linkmodel" / "src" / "data" / "dvbs2_modcod.txt"
+GR_PYTHON = "/usr/bin/python3"
+# Frames per transmitter run: bounds the IQ written at once (a normal 8PSK frame is 175 kB).
+BATCH = {"short": 200, "normal": 50}
+# ldpc-toolbox decoder the receiver uses (why: crates/dvbs2phy/src/receiver.rs).
+DECODER = "HLTanhf32"
+
+
+class CalibrationError(Exception):
+    """A bad parameter or a failed step, with a message naming it."""
+
+
+def receiver_bin() -> Path:
+    return Path(os.environ.get("SATLAB_PHY_BIN", ROOT / "target" / "release" / "satlab-phy"))
+
+
+def table13() -> dict[int, tuple[str, str, float]]:
+    """MODCOD id -> (modulation, rate, QEF Es/N0 dB) from EN 302 307-1 Table 13."""
+    out: dict[int, tuple[str, str, float]] = {}
+    for line in MODCOD_FILE.read_text().splitlines():
+        f = line.split("#")[0].split()
+        if len(f) == 5 and f[0].isdigit():
+            out[int(f[0])] = (f[1], f[2], float(f[4]))
+    return out
+
+
+def parse_modcods(spec: str) -> list[int]:
+    """`all`, or ids and ranges: `4,12-14`."""
+    if spec == "all":
+        return list(range(1, 29))
+    ids: list[int] = []
+    for part in spec.split(","):
+        try:
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-", 1))
+                ids.extend(range(a, b + 1))
+            else:
+                ids.append(int(part))
+        except ValueError:
+            raise CalibrationError(f"--modcod {spec!r}: {part!r} is not an id or a range") from None
+    for i in ids:
+        if not 1 <= i <= 28:
+            raise CalibrationError(f"--modcod {i} is outside [1, 28]")
+    return sorted(set(ids))
+
+
+def parse_range(spec: str) -> list[float]:
+    """`START:STOP:STEP` (STOP included), dB."""
+    try:
+        start, stop, step = (float(x) for x in spec.split(":"))
+    except ValueError:
+        raise CalibrationError(f"--esn0 {spec!r} is not START:STOP:STEP (dB)") from None
+    if not 0.005 <= step <= 5:
+        raise CalibrationError(f"--esn0 step {step} is outside [0.005, 5] dB")
+    if stop < start:
+        raise CalibrationError(f"--esn0 stop {stop} is below start {start}")
+    n = int(math.floor((stop - start) / step + 1e-9)) + 1
+    if n > 200:
+        raise CalibrationError(f"--esn0 {spec!r} has {n} points (at most 200)")
+    return [round(start + i * step, 4) for i in range(n)]
+
+
+def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
+    """Exact binomial confidence interval of k errors in n frames."""
+    a = 1 - conf
+    lo = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Point:
+    modcod: int
+    frame: str
+    pilots: bool
+    esn0_db: float
+    max_iterations: int
+
+    def key(self) -> str:
+        p = "pilots" if self.pilots else "nopilots"
+        dec = f"{DECODER}x{self.max_iterations}"
+        return f"{self.modcod}/{self.frame}/{p}/{self.esn0_db:.4f}/{dec}"
+
+    def seed(self, batch: int) -> int:
+        """Transmitter seed (TS payload, channel noise) of one batch: a table reproduces exactly."""
+        h = hashlib.sha256(f"{self.key()}/{batch}".encode()).digest()
+        return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
+
+
+def run_point(pt: Point, frames: int, workdir: Path) -> dict[str, Any]:
+    """Simulates `frames` frames at one point; returns the counts and timings."""
+    rx = receiver_bin()
+    if not rx.exists():
+        raise CalibrationError(
+            f"{rx} is missing: build it with `cargo build --release -p dvbs2phy`"
+        )
+    errors = done = 0
+    decode_s = tx_s = cpu_s = 0.0
+    iters = 0.0
+    batch = 0
+    while done < frames:
+        n = min(BATCH[pt.frame], frames - done)
+        iq, ref = workdir / "rx.iq", workdir / "ref.bin"
+        tx = [GR_PYTHON, str(TX_SCRIPT), "--modcod", str(pt.modcod), "--frame", pt.frame]
+        tx += ["--esn0", f"{pt.esn0_db}", "--frames", str(n), "--seed", str(pt.seed(batch))]
+        tx += ["--out-iq", str(iq), "--out-ref", str(ref)] + (["--pilots"] if pt.pilots else [])
+        t0 = time.monotonic()
+        r = subprocess.run(tx, capture_output=True, text=True)
+        tx_s += time.monotonic() - t0
+        if r.returncode != 0:
+            raise CalibrationError(f"transmitter failed ({shlex.join(tx)}):\n{r.stderr.strip()}")
+        cmd = [str(rx), "--modcod", str(pt.modcod), "--frame", pt.frame, "--iq", str(iq)]
+        cmd += ["--ref", str(ref), "--esn0", f"{pt.esn0_db}", "--quiet"]
+        cmd += ["--max-iterations", str(pt.max_iterations), "--decoder", DECODER]
+        cmd += ["--pilots"] if pt.pilots else []
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CalibrationError(f"receiver failed ({shlex.join(cmd)}):\n{r.stderr.strip()}")
+        summary = json.loads(r.stdout.strip().splitlines()[-1])
+        if summary["frames"] != n:
+            raise CalibrationError(
+                f"receiver decoded {summary['frames']} of {n} frames ({shlex.join(cmd)})"
+            )
+        errors += summary["frame_errors"]
+        decode_s += summary["decode_s"]
+        cpu_s += summary["cpu_s"]
+        iters += summary["mean_iterations"] * n
+        done += n
+        batch += 1
+    iq.unlink(missing_ok=True)
+    ref.unlink(missing_ok=True)
+    lo, hi = clopper_pearson(errors, done)
+    return {
+        "key": pt.key(),
+        "modcod": pt.modcod,
+        "frame": pt.frame,
+        "pilots": pt.pilots,
+        "esn0_db": pt.esn0_db,
+        "frames": done,
+        "errors": errors,
+        "per": errors / done,
+        "ci95": [lo, hi],
+        "mean_iterations": iters / done,
+        "decode_s": decode_s,
+        "tx_s": tx_s,
+        "decoder_frames_per_s": done / decode_s if decode_s > 0 else None,
+        "decoder_cpu_s": cpu_s,
+    }
+
+
+def load_state(path: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out[rec["key"]] = rec
+    return out
+
+
+def write_table(out: Path, points: list[dict[str, Any]], header: dict[str, Any]) -> None:
+    t13 = table13()
+    lines = [
+        "# DVB-S2 PER(Es/N0), AWGN, measured on the waveform: GNU Radio 3.10 gr-dtv transmitter",
+        "# (BBHEADER, BB scrambling, BCH, LDPC, bit interleaver, EN 302 307-1 mapper, PL framing",
+        "# and scrambling) -> gr-channels AWGN -> dvbs2phy receiver (max-log demapper,",
+        "# ldpc-toolbox layered sum-product LDPC decoder, BCH decoder). A frame is in error when",
+        "# its BBFRAME is not delivered bit-exact. Es/N0 per PL symbol (unit-energy points).",
+        f"# command: {header['command']}",
+        f"# frame: {header['frame']}; pilots: {'on' if header['pilots'] else 'off'}; "
+        f"frames per point: {header['frames']}; LDPC: {header['decoder']}, at most "
+        f"{header['max_iterations']} layered iterations",
+        "# per row: frames simulated, frame errors and the binomial 95 % confidence interval of",
+        "# the PER (Clopper-Pearson); PER 0: no error in that many frames (bound in the CI).",
+        "modcod_id,esn0_db,per",
+    ]
+    for rec in sorted(points, key=lambda r: (r["modcod"], r["esn0_db"])):
+        mod, rate, _ = t13[rec["modcod"]]
+        lo, hi = rec["ci95"]
+        lines.append(
+            f"{rec['modcod']},{rec['esn0_db']:.2f},{rec['per']:.4g}  "
+            f"# {mod} {rate}: {rec['errors']}/{rec['frames']} frames, 95% CI [{lo:.3g}, {hi:.3g}]"
+        )
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(out)
+
+
+def calibrate(
+    modcods: list[int],
+    frame: str,
+    pilots: bool,
+    esn0: list[float],
+    relative: bool,
+    frames: int,
+    out: Path,
+    max_iterations: int = 50,
+    stop_after_zero: int = 2,
+    command: str = "",
+    log: Any = print,
+) -> list[dict[str, Any]]:
+    """Runs the calibration (resuming from OUT.state.jsonl); returns every point of the table."""
+    if frame not in ("normal", "short"):
+        raise CalibrationError(f"--frame {frame!r} is not normal or short")
+    if not 1 <= frames <= 10_000_000:
+        raise CalibrationError(f"--frames {frames} is outside [1, 10000000]")
+    if not Path(GR_PYTHON).exists():
+        raise CalibrationError(
+            f"{GR_PYTHON} is missing (Debian's python3 with gnuradio: scripts/setup.sh)"
+        )
+    t13 = table13()
+    if frame == "short":
+        skipped = [m for m in modcods if t13[m][1] == "9/10"]
+        if skipped:
+            log(f"skipping MODCODs {skipped}: rate 9/10 has no short frame (EN 302 307-1 Table 5b)")
+        modcods = [m for m in modcods if t13[m][1] != "9/10"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    state_path = out.with_name(out.name + ".state.jsonl")
+    state = load_state(state_path)
+    header = {
+        "command": command,
+        "frame": frame,
+        "pilots": pilots,
+        "frames": frames,
+        "decoder": DECODER,
+        "max_iterations": max_iterations,
+    }
+    table: dict[str, dict[str, Any]] = {
+        k: r
+        for k, r in state.items()
+        if r["frame"] == frame
+        and r["pilots"] == pilots
+        and k.endswith(f"/{DECODER}x{max_iterations}")
+    }
+    with tempfile.TemporaryDirectory(prefix="satlab-phy-") as tmp:
+        for m in modcods:
+            base = t13[m][2] if relative else 0.0
+            zeros = 0
+            for e in esn0:
+                pt = Point(m, frame, pilots, round(base + e, 4), max_iterations)
+                rec = state.get(pt.key())
+                if rec is not None and rec["frames"] >= frames:
+                    done = f"{rec['errors']}/{rec['frames']}"
+                    log(f"MODCOD {m} {pt.esn0_db:.2f} dB: done before ({done})")
+                else:
+                    rec = run_point(pt, frames, Path(tmp))
+                    with state_path.open("a") as f:
+                        f.write(json.dumps(rec) + "\n")
+                    state[pt.key()] = rec
+                    lo, hi = rec["ci95"]
+                    log(
+                        f"MODCOD {m} ({t13[m][0]} {t13[m][1]}) {frame} Es/N0 {pt.esn0_db:.2f} dB: "
+                        f"PER {rec['per']:.3g} ({rec['errors']}/{rec['frames']}, 95% CI [{lo:.3g}, "
+                        f"{hi:.3g}]), {rec['mean_iterations']:.1f} iterations, decoder "
+                        f"{rec['frames'] / rec['decoder_cpu_s']:.1f} frames per CPU second"
+                    )
+                table[pt.key()] = rec
+                write_table(out, list(table.values()), header)
+                zeros = zeros + 1 if rec["errors"] == 0 else 0
+                if stop_after_zero and zeros >= stop_after_zero:
+                    break
+    return list(table.values())
+
+
+def esn0_at(points: list[dict[str, Any]], modcod: int, target: float = 1e-3) -> float | None:
+    """Es/N0 where the measured PER crosses `target` (log-linear interpolation), or None."""
+    pts: list[tuple[float, float]] = sorted(
+        (float(r["esn0_db"]), float(r["per"])) for r in points if r["modcod"] == modcod
+    )
+    for (x0, p0), (x1, p1) in zip(pts, pts[1:], strict=False):
+        if p0 >= target > p1:
+            if p1 == 0:
+                return x1  # no error at x1: the crossing is at or below it
+            y0, y1, yt = math.log10(p0), math.log10(p1), math.log10(target)
+            return x0 + (x1 - x0) * (y0 - yt) / (y0 - y1)
+    return None
+
+
+def command_line() -> str:
+    return "satlab " + shlex.join(sys.argv[1:])
