@@ -21,7 +21,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from satlab import __version__, db
 from satlab.service import janitor as janitors
 from satlab.service.errors import ServiceError
-from satlab.service.routes import admin, experiments, reproductions, runs, scenarios
+from satlab.service.routes import (
+    admin,
+    experiments,
+    linktools,
+    opensand,
+    reproductions,
+    runs,
+    scenarios,
+)
 from satlab.service.runs import WorkerIdentity
 from satlab.settings import get_settings
 
@@ -170,7 +178,7 @@ def create_app() -> FastAPI:
             {"status": "ok", "database": "ok", "postgres": pg, "version": __version__}
         )
 
-    for module in (scenarios, experiments, runs, reproductions, admin):
+    for module in (scenarios, experiments, runs, reproductions, linktools, opensand, admin):
         app.include_router(module.router)
 
     def openapi() -> dict[str, object]:

@@ -5,6 +5,8 @@ satlab run SCENARIO.yaml [-o DIR]   run every configuration of a scenario on loc
 satlab schema                        print the scenario JSON Schema
 satlab sweep                         remove testbeds left by crashed runs
 satlab reproduce [--subset ci|full]  run the paper reproductions, write the report (reproduce/)
+satlab phy calibrate ...             DVB-S2 waveform PER(Es/N0) tables (phy/, GNU Radio + Rust)
+satlab budget | trace synth | trace import-modem-log   the operator's link tools (toolkit_cli.py)
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from satlab import remote_cli
+from satlab import remote_cli, toolkit_cli
 from satlab.expectations import point_label
+from satlab.opensand import cli as opensand_cli
+from satlab.opensand.backend import BackendUnavailable, require_backend
+from satlab.phy import command as phy_command
 from satlab.reproduce import command as reproduce
 from satlab.scenario import (
     Scenario,
@@ -65,6 +70,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"[red]scenario {args.scenario} is not valid:[/red]\n{err}")
         return 2
     runs = expand_runs(sc)
+    try:
+        for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
+            require_backend(json.loads(link))
+    except BackendUnavailable as err:
+        console.print(f"[red]scenario {args.scenario}:[/red] {err}")
+        return 2
     try:
         for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
             check_link(json.loads(link))
@@ -178,16 +189,31 @@ def print_table(sc: Scenario, rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="satlab", description="SatLab: GEO link experiments")
+    ap = argparse.ArgumentParser(
+        prog="satlab",
+        description="SatLab: GEO link experiments",
+        epilog="satlab export opensand SCENARIO DIR writes a scenario's link as an OpenSAND 8 "
+        "configuration (satlab export opensand -h)",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("run", help="run a scenario locally on network-namespace testbeds (root)")
     p.add_argument("scenario")
     p.add_argument("-o", "--output", help="results directory (default results/NAME-TIME)")
     sub.add_parser("schema", help="print the scenario JSON Schema")
     sub.add_parser("sweep", help="remove testbeds left behind by crashed runs")
-    remote_cli.add_parsers(sub)  # submit, wait, list, show, compare, export, token, migrate, worker
+    toolkit_cli.add_parsers(sub)  # budget, trace synth, trace import-modem-log
+    remote_cli.add_parsers(sub)  # submit .. report, token, migrate, library, worker
     reproduce.add_parser(sub)
+    phy_command.add_parser(sub)  # phy calibrate (DVB-S2 waveform PER tables)
+    opensand_cli.add_import_parser(sub)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["export", "opensand"]:  # `satlab export ID` is the service's export
+        sys.exit(opensand_cli.export_main(argv[2:]))
     args = ap.parse_args(argv)
+    if args.cmd == "import":
+        sys.exit(opensand_cli.cmd_import(args))
+    if args.cmd == "phy":
+        sys.exit(phy_command.main(args))
     if args.cmd == "reproduce":
         if args.local:
             _stop_on_sigterm(os.getpid())
@@ -196,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: runs done so far are kept; run it again to resume")
             sys.exit(130)
+    if args.cmd in toolkit_cli.COMMANDS:
+        sys.exit(toolkit_cli.dispatch(args))
     if remote_cli.handles(args.cmd):
         sys.exit(remote_cli.dispatch(args))
     if args.cmd == "run":

@@ -48,6 +48,16 @@ BETA_PER_S = 2e-4  # P.1853-1 step B
 P1853_PROBABILITIES = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 METHODS = ("p1853", "ccdf")
 FloatArray = npt.NDArray[np.float64]
+# The emulator's trace bounds (crates/linkmodel attenuation.rs MAX_TRACE_DB): 100 dB is an outage
+# (C/N <= -40 dB on any link), so deeper fades are clamped to it and the header says how many.
+MAX_TRACE_DB = 100.0
+MIN_TRACE_DB = -50.0
+
+
+def clamp_deep_fades(values: FloatArray) -> tuple[FloatArray, int]:
+    """Values within the emulator's trace bounds, and how many ticks were above the ceiling."""
+    over = int(np.count_nonzero(values > MAX_TRACE_DB))
+    return np.clip(values, MIN_TRACE_DB, MAX_TRACE_DB), over
 
 
 @dataclass(frozen=True)
@@ -245,8 +255,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
     n_ticks = int(round(a.duration_s * 1000.0 / a.tick_ms)) + 1  # ticks 0..N inclusive
-    values = synthesize(params, n_ticks, a.tick_ms / 1000.0, a.seed)
-    text = format_trace(values, header_lines(params, a.tick_ms, a.seed, n_ticks))
+    values, clamped = clamp_deep_fades(synthesize(params, n_ticks, a.tick_ms / 1000.0, a.seed))
+    header = header_lines(params, a.tick_ms, a.seed, n_ticks)
+    header.append(
+        f"deep fades above {MAX_TRACE_DB:g} dB (an outage) clamped to it: {clamped} tick(s)"
+    )
+    text = format_trace(values, header)
     if a.output == "-":
         sys.stdout.write(text)
     else:

@@ -28,7 +28,9 @@ from pydantic import (
     model_validator,
 )
 
+from satlab import linkbudget
 from satlab.expectations import ExpectationSpec, Measure, same_value
+from satlab.opensand.backend import BACKENDS
 from satlab.schemes import SCHEMES
 
 SCHEMA_VERSION = 1
@@ -522,6 +524,11 @@ class Scenario(Strict):
     link: dict[str, Any] = Field(
         default_factory=dict, description="the emulator configuration (emulator/CONFIG.md)"
     )
+    link_budget: linkbudget.LinkBudget | None = Field(
+        None,
+        description="derive each hop's clear_sky_db from EIRP, G/T and frequency over "
+        "link.geometry (satlab budget SCENARIO shows the table)",
+    )
     path: NetworkPath | None = Field(
         None, description="terrestrial hops between the servers and the gw edge"
     )
@@ -545,6 +552,14 @@ class Scenario(Strict):
     def _dimensions(cls, v: Any) -> Any:
         if isinstance(v, list) and not 1 <= len(v) <= MAX_SWEEP_DIMENSIONS:
             raise ValueError(f"give 1 to {MAX_SWEEP_DIMENSIONS} dimensions, not {len(v)}")
+        return v
+
+    @field_validator("link")
+    @classmethod
+    def _backend(cls, v: dict[str, Any]) -> dict[str, Any]:
+        b = v.get("backend", "satlab")
+        if b not in BACKENDS:  # the runner's key, not the emulator's (satlab/opensand/backend.py)
+            raise ValueError(f"backend: {b!r} is not one of {', '.join(BACKENDS)}")
         return v
 
     def sweeps(self) -> list[Sweep]:
@@ -619,6 +634,12 @@ class Scenario(Strict):
                     f"configurations.{i}.pep: the split-TCP PEP intercepts on the gw edge's LAN, "
                     "which terrestrial hops (path.terrestrial) replace; not supported together yet"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _link_budget(self) -> Scenario:
+        if self.link_budget is not None:
+            linkbudget.check(self.link_budget, self.link)
         return self
 
     @model_validator(mode="after")
@@ -769,6 +790,13 @@ def json_schema_dict() -> dict[str, Any]:
     link["description"] = schema["properties"]["link"].get("description", "")
     # The runner sets these per run (seed, ports, control address, telemetry socket and period).
     link["x-set-by-runner"] = ["seed", "ports", "control", "telemetry"]
+    link.setdefault("properties", {})["backend"] = {
+        "type": "string",
+        "enum": list(BACKENDS),
+        "default": "satlab",
+        "description": "which emulator carries the link: the built-in one, or OpenSAND 8's "
+        "entities (the runner fails before anything runs when OpenSAND is not installed)",
+    }
     link["default"] = {}
     schema["properties"]["link"] = link
     return schema
@@ -976,13 +1004,23 @@ def sweep_record(sc: Scenario, value: SweepValue) -> dict[str, Any] | None:
     return {"paths": [d.path for d in dims], "value": value}
 
 
+def point_link(sc: Scenario) -> dict[str, Any]:
+    """The emulator configuration of a (swept) scenario: its link, with clear_sky_db filled by
+    its link budget if it has one."""
+    try:
+        return linkbudget.apply(sc.link_budget, sc.link)
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
+
+
 def expand_runs(sc: Scenario) -> list[RunSpec]:
     """Every run of the scenario. The seed depends on the repetition only, so all configurations
     (and sweep points) of one repetition see the same channel: same trace, same error pattern."""
     points = [(v, point_scenario(sc, v)) for v in sweep_points(sc)]
+    links = [point_link(p) for _, p in points]
     runs = []
     for rep in range(sc.repetitions):
-        for v, point in points:
+        for (v, point), link in zip(points, links, strict=True):
             for cfg in point.configurations:
                 runs.append(
                     RunSpec(
@@ -990,7 +1028,7 @@ def expand_runs(sc: Scenario) -> list[RunSpec]:
                         sweep_value=v,
                         repetition=rep,
                         seed=sc.seed + rep,
-                        link=point.link,
+                        link=link,
                         scenario=point,
                     )
                 )

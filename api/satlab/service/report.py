@@ -1,7 +1,7 @@
 """The experiment report: one self-contained HTML file to hand on.
 
 `satlab report EXPERIMENT`, GET /api/experiments/{id}/report and the experiment page's Report
-button all give this document: the scenario (its link, hosts, traffic and configurations, and the
+button all give this document: the scenario (its link and link budget, configurations, and the
 verbatim YAML), the comparison of every configuration with the baseline (mean and 95 % confidence
 interval per sweep point, ratios with Fieller intervals), the expectations' verdicts, the link and
 the senders over time in one run of each configuration, and the runs with their states. Everything
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from satlab import __version__
+from satlab import __version__, linkbudget
 from satlab.expectations import point_label
 from satlab.htmlkit import (
     bars_svg,
@@ -130,6 +130,48 @@ def _link_section(spec: dict[str, Any]) -> str:
     return _table(
         ["direction", "kind", "rate", "delay (ms)", "clear-sky C/N (dB)", "fade", "BER"], rows
     )
+
+
+def _budget_section(spec: dict[str, Any]) -> str:
+    """The scenario's link budget (satlab.linkbudget) as the table `satlab budget` prints."""
+    if not spec.get("link_budget"):
+        return '<p class="muted">no link_budget section: the link gives each hop\'s C/N</p>'
+    try:
+        budget = linkbudget.LinkBudget.model_validate(spec["link_budget"])
+        t = linkbudget.table(budget, spec.get("link") or {})
+    except (ValueError, KeyError) as exc:
+        return f'<p class="muted">the link budget cannot be computed: {esc(exc)}</p>'
+    rows = [
+        [esc(h["direction"]), esc(h["hop"]), esc(h["station"])]
+        + [
+            esc(fmt(h[k]))
+            for k in (
+                "frequency_ghz",
+                "elevation_deg",
+                "slant_range_km",
+                "eirp_dbw",
+                "free_space_loss_db",
+                "gas_db",
+                "other_losses_db",
+                "g_over_t_db_per_k",
+                "bandwidth_db_hz",
+                "clear_sky_db",
+                "rain_db",
+                "availability_db",
+            )
+        ]
+        for h in t["hops"]
+    ]
+    head = ["direction", "hop", "station", "f (GHz)", "elevation (°)", "slant range (km)"]
+    head += ["EIRP (dBW)", "free space (dB)", "gases (dB)", "other (dB)", "G/T (dB/K)"]
+    head += ["bandwidth (dBHz)", "clear-sky C/N (dB)", "rain (dB)"]
+    head += [f"C/N at {t['availability_pct']} % (dB)"]
+    total = "".join(
+        f"<li>{esc(d['direction'])}: Es/N0 {fmt(d['clear_sky_esn0_db'])} dB clear sky, "
+        f"{fmt(d['availability_esn0_db'])} dB at {t['availability_pct']} % of the time</li>"
+        for d in t["directions"]
+    )
+    return _table(head, rows) + f"<ul>{total}</ul>"
 
 
 def _configurations(spec: dict[str, Any]) -> str:
@@ -300,6 +342,8 @@ def render(session: Session, exp: Experiment) -> str:
         f"<p>{esc(spec.get('description', ''))}</p>"
         "<h2>Link</h2>"
         f"{_link_section(spec)}"
+        "<h2>Link budget</h2>"
+        f"{_budget_section(spec)}"
         "<h2>Configurations</h2>"
         f"{_configurations(spec)}"
         f"<h2>Comparison with {esc(baseline)}</h2>"

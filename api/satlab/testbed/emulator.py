@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from satlab.opensand.backend import emulator_link
 from satlab.settings import get_check_limits
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +38,7 @@ def check_link(
     timeout_s = limits.check_timeout_s if timeout_s is None else timeout_s
     memory_bytes = limits.check_memory_bytes if memory_bytes is None else memory_bytes
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        yaml.safe_dump(link, f)
+        yaml.safe_dump(emulator_link(link), f)  # `backend` is the runner's, not the emulator's
         f.flush()
         argv = [str(EMULATOR_BIN), "--config", f.name, "--check"]
         try:

@@ -27,6 +27,7 @@ import yaml
 
 from satlab import __version__
 from satlab.agent.unixhttp import AgentError, AgentTimeout
+from satlab.opensand.backend import BackendUnavailable, emulator_link, require_backend
 from satlab.scenario import (
     BulkTcp,
     Configuration,
@@ -69,7 +70,7 @@ def emulator_config(
 ) -> dict[str, Any]:
     """The scenario's link with what only the testbed knows: ports, seed, telemetry socket, and
     the senders' notice map when a configuration uses Oracle ETEN."""
-    cfg: dict[str, Any] = json.loads(json.dumps(spec.link))
+    cfg: dict[str, Any] = json.loads(json.dumps(emulator_link(spec.link)))
     cfg["seed"] = spec.seed
     cfg["ports"] = {
         "gw": {"kind": "af_packet", "interface": "gw"},
@@ -217,6 +218,10 @@ def run_one(
         "started_at": started,
         "status": "running",
     }
+    try:
+        require_backend(spec.link)  # link.backend: opensand fails here, before any testbed
+    except BackendUnavailable as exc:
+        return {**result, "status": "failed", "error": str(exc), "wall_s": time.time() - started}
     try:
         gw = spec.configuration.gateway is not None
         with create_testbed(

@@ -586,6 +586,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/link-budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A scenario's link budget table */
+        post: operations["link_budget_api_link_budget_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/traces/synth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Synthesise a site's ITU-R P.1853 weather trace (preview; optionally stored) */
+        post: operations["synth_trace_api_traces_synth_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/traces/modem-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import a modem's Es/N0 or MODCOD log as an attenuation trace (optionally stored) */
+        post: operations["import_modem_log_api_traces_modem_log_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/opensand/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import an OpenSAND 8 configuration (a zip or tar of its directory, raw body)
+         * @description Reads the configuration (infrastructure, topology and profile XML of each entity, and
+         *     the trace files they name) into a scenario's link and lists every setting it could not map.
+         *     With `create=true` the link's files are uploaded as `opensand/NAME/FILE` and the scenario
+         *     NAME (one bulk download with CUBIC around the link) is created.
+         */
+        post: operations["import_opensand_api_opensand_import_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/whoami": {
         parameters: {
             query?: never;
@@ -655,6 +729,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/metrics/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics of every running run's emulator, gateways and PEPs, labelled with run, experiment, scenario, configuration, component and box */
+        get: operations["prometheus_runs_api_metrics_runs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -700,6 +791,15 @@ export interface components {
             max: number;
             /** Mean */
             mean: number;
+        };
+        /** BudgetOut */
+        BudgetOut: {
+            /** Availability Pct */
+            availability_pct: number;
+            /** Hops */
+            hops: components["schemas"]["HopRow"][];
+            /** Directions */
+            directions: components["schemas"]["DirectionRow"][];
         };
         /** ClaimOut */
         ClaimOut: {
@@ -891,6 +991,15 @@ export interface components {
             /** High */
             high: number | null;
         };
+        /** DirectionRow */
+        DirectionRow: {
+            /** Direction */
+            direction: string;
+            /** Clear Sky Esn0 Db */
+            clear_sky_esn0_db: number;
+            /** Availability Esn0 Db */
+            availability_esn0_db: number;
+        };
         /** Estimate */
         Estimate: {
             /** Runs */
@@ -925,6 +1034,17 @@ export interface components {
              * @default 100
              */
             burst: number;
+        };
+        /** ExceedanceOut */
+        ExceedanceOut: {
+            /** P Pct */
+            p_pct: number;
+            /** Site Rain Db */
+            site_rain_db: number;
+            /** Trace Rain Db */
+            trace_rain_db: number;
+            /** Trace Total Db */
+            trace_total_db: number;
         };
         /** ExperimentIn */
         ExperimentIn: {
@@ -1137,6 +1257,59 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
+        /** HopRow */
+        HopRow: {
+            /** Direction */
+            direction: string;
+            /** Hop */
+            hop: string;
+            /** Station */
+            station: string;
+            /** Frequency Ghz */
+            frequency_ghz: number;
+            /** Elevation Deg */
+            elevation_deg: number;
+            /** Slant Range Km */
+            slant_range_km: number;
+            /** Eirp Dbw */
+            eirp_dbw: number;
+            /** Free Space Loss Db */
+            free_space_loss_db: number;
+            /** Gas Db */
+            gas_db: number;
+            /** Other Losses Db */
+            other_losses_db: number;
+            /** G Over T Db Per K */
+            g_over_t_db_per_k: number;
+            /** Boltzmann Dbw Per K Hz */
+            boltzmann_dbw_per_k_hz: number;
+            /** Symbol Rate Baud */
+            symbol_rate_baud: number;
+            /** Bandwidth Db Hz */
+            bandwidth_db_hz: number;
+            /** Clear Sky Db */
+            clear_sky_db: number;
+            /** Unavailability Pct */
+            unavailability_pct: number;
+            /** Rain Db */
+            rain_db: number;
+            /** Atmosphere Db */
+            atmosphere_db: number;
+            /** Availability Db */
+            availability_db: number;
+        };
+        /** ImportedFile */
+        ImportedFile: {
+            /**
+             * Name
+             * @description the name the link uses
+             */
+            name: string;
+            /** Kind */
+            kind: string;
+            /** Size Bytes */
+            size_bytes: number;
+        };
         /** MetricAggregate */
         MetricAggregate: {
             /**
@@ -1156,6 +1329,90 @@ export interface components {
              * @description the value of every successful repetition
              */
             values: number[];
+        };
+        /** ModemLogIn */
+        ModemLogIn: {
+            /**
+             * Csv
+             * @description the log (satlab.modemlog columns)
+             */
+            csv: string;
+            /**
+             * Step Ms
+             * @default 100
+             */
+            step_ms: number;
+            /**
+             * Max Gap S
+             * @default 10
+             */
+            max_gap_s: number;
+            /**
+             * Uplink Db
+             * @default 60
+             */
+            uplink_db: number;
+            /** Clear Sky Db */
+            clear_sky_db?: number | null;
+            /**
+             * Margin Db
+             * @description ACM margin, for modcod logs
+             * @default 0
+             */
+            margin_db: number;
+            /** Store As */
+            store_as?: string | null;
+        };
+        /** NotMappedOut */
+        NotMappedOut: {
+            /**
+             * File
+             * @description the configuration file the setting is in
+             */
+            file: string;
+            /**
+             * Setting
+             * @description its element path below <root> (list indices removed)
+             */
+            setting: string;
+            /** Value */
+            value: string;
+            /** Reason */
+            reason: string;
+        };
+        /** OpenSandImportOut */
+        OpenSandImportOut: {
+            /**
+             * Link
+             * @description the scenario's link section
+             */
+            link: {
+                [key: string]: unknown;
+            };
+            /**
+             * Not Mapped
+             * @description every OpenSAND setting left out, by name
+             */
+            not_mapped: components["schemas"]["NotMappedOut"][];
+            /**
+             * Files
+             * @description files the link names (traces, tables)
+             */
+            files: components["schemas"]["ImportedFile"][];
+            /**
+             * Entities
+             * @description gateway, satellite and terminal ids found
+             */
+            entities: {
+                [key: string]: unknown;
+            };
+            /** @description the scenario created (create=true) */
+            scenario?: components["schemas"]["ScenarioOut"] | null;
+            /**
+             * Uploads
+             * @description uploads made (create=true)
+             */
+            uploads?: components["schemas"]["FileOut"][];
         };
         /** Page[ExperimentOut] */
         Page_ExperimentOut_: {
@@ -1594,6 +1851,115 @@ export interface components {
             last_used_at: string | null;
             /** Revoked At */
             revoked_at: string | null;
+        };
+        /** TraceOut */
+        TraceOut: {
+            /** Header */
+            header: string[];
+            /** Ticks */
+            ticks: number;
+            /** Step Ms */
+            step_ms: number;
+            /**
+             * Values Db
+             * @description one value per tick (the trace's data lines)
+             */
+            values_db: number[];
+            statistics?: components["schemas"]["TraceStatsOut"] | null;
+            /**
+             * Clear Sky Db
+             * @description modem logs: downlink clear sky to set
+             */
+            clear_sky_db?: number | null;
+            /**
+             * Uplink Db
+             * @description modem logs: uplink clear sky to set
+             */
+            uplink_db?: number | null;
+            file?: components["schemas"]["FileOut"] | null;
+        };
+        /** TraceStatsOut */
+        TraceStatsOut: {
+            /** Rain Rate 001 Mm H */
+            rain_rate_001_mm_h: number;
+            /** P Rain Pct */
+            p_rain_pct: number;
+            /** Trace Rain Pct */
+            trace_rain_pct: number;
+            /** Trace Duration S */
+            trace_duration_s: number;
+            /** Trace Max Db */
+            trace_max_db: number;
+            /** Clamped Ticks */
+            clamped_ticks: number;
+            /** Exceedances */
+            exceedances: components["schemas"]["ExceedanceOut"][];
+        };
+        /** TraceSynthIn */
+        TraceSynthIn: {
+            /**
+             * Lat
+             * @description station latitude, deg
+             */
+            lat: number;
+            /**
+             * Lon
+             * @description station longitude, deg east
+             */
+            lon: number;
+            /**
+             * Freq Ghz
+             * @description P.1853: 4-55 GHz
+             */
+            freq_ghz: number;
+            /**
+             * Elevation Deg
+             * @description P.1853: 5-90 deg
+             */
+            elevation_deg: number;
+            /**
+             * Duration S
+             * @description trace length
+             */
+            duration_s: number;
+            /**
+             * Step Ms
+             * @description tick (= attenuation.tick_ms)
+             * @default 1000
+             */
+            step_ms: number;
+            /**
+             * Seed
+             * @default 1
+             */
+            seed: number;
+            /**
+             * Clouds
+             * @default false
+             */
+            clouds: boolean;
+            /**
+             * Scintillation
+             * @default false
+             */
+            scintillation: boolean;
+            /**
+             * Antenna Diameter M
+             * @description for scintillation
+             * @default 1.2
+             */
+            antenna_diameter_m: number;
+            /**
+             * Tau Deg
+             * @description polarisation tilt (45: circular)
+             * @default 45
+             */
+            tau_deg: number;
+            /**
+             * Store As
+             * @description also store the trace as an attenuation upload
+             */
+            store_as?: string | null;
         };
         /**
          * Transport
@@ -2982,6 +3348,143 @@ export interface operations {
             };
         };
     };
+    link_budget_api_link_budget_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScenarioIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    synth_trace_api_traces_synth_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TraceSynthIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    import_modem_log_api_traces_modem_log_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModemLogIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    import_opensand_api_opensand_import_post: {
+        parameters: {
+            query?: {
+                /** @description scenario name */
+                name?: string | null;
+                /** @description create the scenario and upload its files */
+                create?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenSandImportOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     whoami_api_whoami_get: {
         parameters: {
             query?: never;
@@ -3087,6 +3590,26 @@ export interface operations {
         };
     };
     prometheus_api_metrics_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    prometheus_runs_api_metrics_runs_get: {
         parameters: {
             query?: never;
             header?: never;

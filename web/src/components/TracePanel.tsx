@@ -8,6 +8,7 @@ import { DEFAULT_BUDGET, implications, modcodById, modcodName, parseAttenuationT
 import { getIn } from '../lib/yamlDoc.ts';
 import { ErrorBox } from './bits.tsx';
 import { TimeChart } from './TimeChart.tsx';
+import { WeatherForm } from './WeatherForm.tsx';
 
 function numAt(data: unknown, path: string[], dflt: number): number {
   const v = getIn(data, path);
@@ -136,6 +137,15 @@ export function TracePanel({
           }}
         />
       </div>
+      <WeatherForm
+        tickMs={budget.tickMs}
+        marginDb={budget.marginDb}
+        onTrace={(t, src) => {
+          setText(t);
+          setSource(src);
+          setStatus(undefined);
+        }}
+      />
       {source ? <p className="muted">Showing {source}</p> : null}
       {status ? <p className="notice" role="status">{status}</p> : null}
       <ErrorBox error={parsed && 'error' in parsed ? parsed.error : undefined} title="The trace has problems" />

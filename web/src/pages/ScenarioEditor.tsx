@@ -10,6 +10,7 @@ import { DeleteScenario } from '../components/DeleteScenario.tsx';
 import { SchemePicker } from '../components/SchemePicker.tsx';
 import { SubmitPanel } from '../components/SubmitPanel.tsx';
 import { TracePanel } from '../components/TracePanel.tsx';
+import { BudgetPanel } from '../components/BudgetPanel.tsx';
 import { fmtWhen } from '../lib/format.ts';
 import { navigate, useRoute } from '../lib/router.ts';
 import { groupErrors, schemaAt, type JsonSchema } from '../lib/schema.ts';
@@ -279,6 +280,7 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
           <p className="muted">Loading…</p>
         )}
       </div>
+      {text !== undefined && getIn(parsed?.data, ['link_budget']) ? <BudgetPanel yaml={text} /> : null}
       {parsed?.data !== undefined ? <TracePanel scenario={parsed.data} canUpload={writable} pending={isNew ? (template?.files ?? {}) : {}} /> : null}
       {writable && !readOnly && parsed?.data !== undefined ? (
         <SchemePicker

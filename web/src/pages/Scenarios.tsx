@@ -1,6 +1,7 @@
 import { api, canSubmit, ok } from '../api/client.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
+import { OpenSandImport } from '../components/OpenSandImport.tsx';
 import { fmtDuration, fmtWhen } from '../lib/format.ts';
 import { useAsync } from '../lib/useAsync.ts';
 
@@ -18,6 +19,7 @@ export function ScenariosPage() {
         ) : null}
       </PageHead>
       <ErrorBox error={list.error} title="Cannot list scenarios" />
+      {canSubmit(who) ? <OpenSandImport onCreated={list.reload} /> : null}
       {list.data?.items.length === 0 ? <p className="muted">No scenario yet.</p> : null}
       {list.data?.items.length ? (
         <div className="table-wrap">

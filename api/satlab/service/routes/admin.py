@@ -68,6 +68,4 @@ def prometheus(_: Viewer, session: DB) -> PlainTextResponse:
     "with run, experiment, scenario, configuration, component and box",
 )
 def prometheus_runs(_: Viewer, session: DB) -> PlainTextResponse:
-    return PlainTextResponse(
-        live_metrics.render(session), media_type="text/plain; version=0.0.4"
-    )
+    return PlainTextResponse(live_metrics.render(session), media_type="text/plain; version=0.0.4")
