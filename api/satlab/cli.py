@@ -70,15 +70,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"[red]scenario {args.scenario} is not valid:[/red]\n{err}")
         return 2
     runs = expand_runs(sc)
+    links = [json.loads(x) for x in {json.dumps(r.link, sort_keys=True) for r in runs}]
     try:
-        for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
-            require_backend(json.loads(link))
+        for link in links:
+            require_backend(link)
     except BackendUnavailable as err:
         console.print(f"[red]scenario {args.scenario}:[/red] {err}")
         return 2
     try:
-        for link in {json.dumps(r.link, sort_keys=True) for r in runs}:
-            check_link(json.loads(link))
+        for link in links:
+            check_link(link)
     except LinkConfigError as err:
         console.print(f"[red]scenario {args.scenario}: the emulator refuses the link:[/red]\n{err}")
         return 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 CSS = """
@@ -72,6 +73,28 @@ def sweep_series(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[st
     return out
 
 
+def _axes(
+    box: tuple[int, int, int, int, int],
+    scale: tuple[Callable[[float], float], Callable[[float], float]],
+    ticks: tuple[Iterable[float], Iterable[float]],
+    label: str,
+) -> list[str]:
+    """A chart's x and y axis lines, tick values and label (already escaped). `box`: width,
+    height, left and bottom margins, and where the x axis ends; `scale`: value -> x, y."""
+    w, h, ml, mb, right = box
+    sx, sy = scale
+    out = [
+        f'<line x1="{ml}" x2="{right}" y1="{h - mb}" y2="{h - mb}" stroke="#57606a"/>',
+        f'<line x1="{ml}" x2="{ml}" y1="10" y2="{h - mb}" stroke="#57606a"/>',
+    ]
+    for v in ticks[0]:
+        out.append(f'<text x="{ml - 4}" y="{sy(v) + 4:.1f}" text-anchor="end">{fmt(v)}</text>')
+    for v in ticks[1]:
+        out.append(f'<text x="{sx(v):.1f}" y="{h - mb + 14}" text-anchor="middle">{fmt(v)}</text>')
+    out.append(f'<text x="{ml}" y="{h - 2}">{label}</text>')
+    return out
+
+
 def sweep_svg(
     plot: dict[str, Any],
     xlabel: str,
@@ -112,13 +135,12 @@ def sweep_svg(
         return (h - mb) - (h - mb - 10) * (v - ymin) / (ymax - ymin)
 
     out = [f'<svg width="{w}" height="{h}" role="img" aria-label="{esc(plot["metric"])}">']
-    out.append(f'<line x1="{ml}" x2="{w - 130}" y1="{h - mb}" y2="{h - mb}" stroke="#57606a"/>')
-    out.append(f'<line x1="{ml}" x2="{ml}" y1="10" y2="{h - mb}" stroke="#57606a"/>')
-    for v in (ymin, (ymin + ymax) / 2, ymax):
-        out.append(f'<text x="{ml - 4}" y="{sy(v) + 4:.1f}" text-anchor="end">{fmt(v)}</text>')
-    for v in sorted(set(xs)):
-        out.append(f'<text x="{sx(v):.1f}" y="{h - mb + 14}" text-anchor="middle">{fmt(v)}</text>')
-    out.append(f'<text x="{ml}" y="{h - 2}">{esc(xlabel)}{" (log)" if logx else ""}</text>')
+    out += _axes(
+        (w, h, ml, mb, w - 130),
+        (sx, sy),
+        ((ymin, (ymin + ymax) / 2, ymax), sorted(set(xs))),
+        f"{esc(xlabel)}{' (log)' if logx else ''}",
+    )
     for i, (label, pts) in enumerate(series.items()):
         colour = PALETTE[i % len(PALETTE)]
         pts = sorted(pts, key=lambda p: float(p["x"]))
@@ -201,13 +223,12 @@ def timeseries_svg(series: dict[str, list[tuple[float, float]]], ylabel: str) ->
         return (h - mb) - (h - mb - 10) * (v - lo) / (hi - lo)
 
     out = [f'<svg width="{w}" height="{h}" role="img" aria-label="{esc(ylabel)}">']
-    out.append(f'<line x1="{ml}" x2="{w - 140}" y1="{h - mb}" y2="{h - mb}" stroke="#57606a"/>')
-    out.append(f'<line x1="{ml}" x2="{ml}" y1="10" y2="{h - mb}" stroke="#57606a"/>')
-    for v in (lo, (lo + hi) / 2, hi):
-        out.append(f'<text x="{ml - 4}" y="{sy(v) + 4:.1f}" text-anchor="end">{fmt(v)}</text>')
-    for t in (t0, (t0 + t1) / 2, t1):
-        out.append(f'<text x="{sx(t):.1f}" y="{h - mb + 14}" text-anchor="middle">{fmt(t)}</text>')
-    out.append(f'<text x="{ml}" y="{h - 2}">time (s); {esc(ylabel)}</text>')
+    out += _axes(
+        (w, h, ml, mb, w - 140),
+        (sx, sy),
+        ((lo, (lo + hi) / 2, hi), (t0, (t0 + t1) / 2, t1)),
+        f"time (s); {esc(ylabel)}",
+    )
     for i, (label, pts) in enumerate(series.items()):
         colour = PALETTE[i % len(PALETTE)]
         line = " ".join(f"{sx(t):.1f},{sy(v):.1f}" for t, v in pts)

@@ -42,9 +42,11 @@ NAME_RE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
-MODULATIONS = {"bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"}
-# DVB-S2X (EN 302 307-2) constellations; a rate may carry the "-L" (linear channel) suffix.
-MODULATIONS |= {"8apsk", "64apsk", "128apsk", "256apsk"}
+# DVB-S2 and DVB-S2X (EN 302 307-2: 8APSK, 64/128/256APSK; a rate may carry the "-L" suffix).
+MODULATIONS = {
+    *("bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"),
+    *("8apsk", "64apsk", "128apsk", "256apsk"),
+}
 
 
 def _data_lines(text: str) -> Iterator[tuple[int, list[str]]]:

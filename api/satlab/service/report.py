@@ -257,11 +257,8 @@ def _over_time(session: Session, exp: Experiment) -> str:
     if not chosen:
         return '<p class="muted">no succeeded run yet</p>'
     names = {
-        run_id: set(n)
-        for run_id, n in (
-            (rid, session.scalars(select(Series.name).where(Series.run_id == rid)).all())
-            for rid in (r.id for r in chosen.values())
-        )
+        r.id: set(session.scalars(select(Series.name).where(Series.run_id == r.id)))
+        for r in chosen.values()
     }
     out = []
     first_run = next(iter(chosen.values()))
