@@ -1006,7 +1006,8 @@ def main() -> int:
         sys.exit("the soak runs testbeds: run it as root")
     if not BASE_URL:
         sys.exit("DATABASE_URL: set it (make soak sets it to scripts/pg.sh url)")
-    short_shape(args.runs)  # refuse an impossible --runs before setting anything up
+    if args.runs > 0:
+        short_shape(args.runs)  # refuse an impossible --runs before setting anything up
     signal.signal(signal.SIGTERM, on_sigterm)
     db = f"soak_{os.getpid()}"
     logs = ROOT / ".data" / "logs" / db

@@ -46,7 +46,7 @@ def _owned_by_another_process(namespace: str) -> bool:
     return bool(owner != os.getpid())
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def emulator_bin() -> Path:
     path = ROOT / "target/release/satlab-emulator"
     if not path.exists():

@@ -16,6 +16,8 @@ option.
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.testbed.runner import run_one
 from satlab.testbed.schemes import AVAILABLE_CC, CGROUP_ROOT, pin_dir
@@ -52,6 +54,12 @@ def run(conf: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
+@pytest.fixture(scope="module")
+def cubic(emulator_bin: Path) -> dict[str, Any]:
+    """The kernel's CUBIC on the same link and buffer: both tests compare with this one run."""
+    return run({"name": "cubic", "gateway": {"aqm": DROP_TAIL_20}})
+
+
 def tail_drops(res: dict[str, Any]) -> int:
     return int(res["gateway"]["gw"]["counters"]["aqm_tail_drops"])
 
@@ -64,8 +72,7 @@ def cwnd_after(res: dict[str, Any], t: float) -> list[int]:
     return [s["cwnd"] for s in res["timeseries"]["tcp"] if s.get("cwnd") and s["t"] >= t]
 
 
-def test_xcp_gateway_holds_the_window_without_losses(emulator_bin: Path) -> None:
-    cubic = run({"name": "cubic", "gateway": {"aqm": DROP_TAIL_20}})
+def test_xcp_gateway_holds_the_window_without_losses(cubic: dict[str, Any]) -> None:
     ern = run(
         {
             "name": "ern",
@@ -108,7 +115,7 @@ def test_xcp_gateway_holds_the_window_without_losses(emulator_bin: Path) -> None
     assert not list(CGROUP_ROOT.glob(f"{ern['testbed_id']}-*"))
 
 
-def test_without_an_ern_router_it_is_its_base_cc(emulator_bin: Path) -> None:
+def test_without_an_ern_router_it_is_its_base_cc(cubic: dict[str, Any]) -> None:
     # The router counts port 9 only: this flow (port 5001) crosses no ERN router.
     ern = run(
         {
@@ -117,13 +124,12 @@ def test_without_an_ern_router_it_is_its_base_cc(emulator_bin: Path) -> None:
             "gateway": {"aqm": DROP_TAIL_20, "ern": True, "ern_ports": [9]},
         }
     )
-    base = run({"name": "cubic", "gateway": {"aqm": DROP_TAIL_20}})
     sender = ern["endhosts"]["srv1"]["sl_ern"]
     report = (
         f"ern: drops {tail_drops(ern)} retrans {retransmitted(ern)} "
         f"goodput {ern['flows'][0]['goodput_bps']} sender {sender}; "
-        f"cubic: drops {tail_drops(base)} retrans {retransmitted(base)} "
-        f"goodput {base['flows'][0]['goodput_bps']}"
+        f"cubic: drops {tail_drops(cubic)} retrans {retransmitted(cubic)} "
+        f"goodput {cubic['flows'][0]['goodput_bps']}"
     )
     print(report)
     assert sender["stats"]["negotiated"] == 1, report
@@ -131,6 +137,6 @@ def test_without_an_ern_router_it_is_its_base_cc(emulator_bin: Path) -> None:
     assert sender["stats"]["feedback_applied"] == 0 and sender["stats"]["ern_limited"] == 0, report
     # CUBIC's behaviour: the buffer overflows as for the kernel's CUBIC, goodput alike.
     assert tail_drops(ern) >= 10, report
-    assert 0.5 * tail_drops(base) <= tail_drops(ern) <= 2 * tail_drops(base), report
-    g_ern, g_base = ern["flows"][0]["goodput_bps"], base["flows"][0]["goodput_bps"]
+    assert 0.5 * tail_drops(cubic) <= tail_drops(ern) <= 2 * tail_drops(cubic), report
+    g_ern, g_base = ern["flows"][0]["goodput_bps"], cubic["flows"][0]["goodput_bps"]
     assert abs(g_ern - g_base) <= 0.25 * g_base, report  # one run each: CUBIC's own spread

@@ -61,9 +61,9 @@ def scenario(seed: int, extra_delay_ms: float) -> dict[str, Any]:
     }
 
 
-def measure(extra_delay_ms: float) -> dict[str, dict[str, Any]]:
+def measure(extra_delay_ms: float, seeds: tuple[int, ...] = SEEDS) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for seed in SEEDS:
+    for seed in seeds:
         sc = parse_scenario(scenario(seed, extra_delay_ms))
         for spec in expand_runs(sc):
             res = run_one(sc, spec)
@@ -97,7 +97,8 @@ def test_withholding_cuts_spurious_fast_retransmits(emulator_bin: Path) -> None:
 
 
 def test_withholding_costs_little_without_reordering(emulator_bin: Path) -> None:
-    m = measure(0)
+    # One seed: with one path and no loss nothing random is left for a second seed to vary.
+    m = measure(0, SEEDS[:1])
     report = f"one 25 ms path: {m}"
     assert m["withhold"]["dupacks"] == 0, report
     assert m["withhold"]["spurious"] == 0 and m["stock"]["spurious"] == 0, report
