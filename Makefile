@@ -29,6 +29,9 @@ bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connecti
 bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 100 clients, beside the 50 ms p99 target (root)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/api_bench.py
 
+smoke-scenarios: setup  ## One short run of every configuration of every scenario in scenarios/ on this machine's testbed (root; about 25 min)
+	@.venv/bin/python tests/bench/scenario_smoke.py
+
 soak: db  ## Soak: an hour of a saturated link through the gateway, then 1000 short runs drained by two workers (root; about 2 h)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/soak.py
 
@@ -62,4 +65,4 @@ phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver):
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: phy-tables help setup db run test bench-emulator bench-api bench-gateway bench-pep soak compose-smoke fuzz schemas reproduce stop
+.PHONY: phy-tables help setup db run test bench-emulator bench-api bench-gateway bench-pep smoke-scenarios soak compose-smoke fuzz schemas reproduce stop
