@@ -49,6 +49,7 @@ def shorten(data: dict[str, Any], seconds: float) -> dict[str, Any]:
     data["duration_s"] = float(data["duration_s"]) * factor
     data["repetitions"] = 1
     data["expectations"] = []
+    data["reproduction"] = None  # its CI subset names sweep points this run no longer has
     for flow in data.get("traffic") or []:
         for key in TIME_FIELDS:
             if flow.get(key) is not None:
