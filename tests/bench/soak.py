@@ -390,7 +390,13 @@ class StallWatch:
         if pending == 0 or time.monotonic() < self.next_check:
             return {}
         self.next_check = time.monotonic() + STALL_S
-        now = unrunnable(self.soak, self.exp_id)
+        try:
+            now = unrunnable(self.soak, self.exp_id)
+        except psycopg.OperationalError as exc:
+            # The watch's own connection is refused (a shared server out of connection slots,
+            # say): not a verdict on the runs; look again at the next check.
+            print(f"\n  stall check skipped: {str(exc).splitlines()[0]}")
+            return {}
         both = {r: st for r, st in now.items() if r in self.seen}
         self.seen = now
         return both if len(both) == pending else {}
