@@ -836,6 +836,7 @@ mod tests {
             queue_bytes: 6000,
             counters: Default::default(),
             classes: Vec::new(),
+            dama: None,
         };
         let mut r = s.clone();
         r.direction = Dir::Return;
@@ -893,6 +894,7 @@ mod tests {
             queue_bytes: 6000,
             counters: Default::default(),
             classes: vec![class("ef", 10, 5.0), class("bulk", 100, 25000.0)],
+            dama: None,
         };
         let mut r = s.clone();
         r.direction = Dir::Return;

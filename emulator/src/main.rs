@@ -15,7 +15,7 @@ mod wake_lead;
 
 use linkmodel::{Dir, Direction};
 use netio::{port, sys};
-use settings::{EmulatorConfig, PortConfig, PortKind};
+use settings::{EmulatorConfig, PortConfig, PortKind, XdpMode};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,6 +106,14 @@ fn open_port(p: &PortConfig) -> std::io::Result<(port::RxPort, port::TxPort)> {
     match p.kind {
         PortKind::AfPacket => port::open_af_packet(&p.interface),
         PortKind::Tap => port::open_tap(&p.interface),
+        PortKind::AfXdp => {
+            let mode = match p.xdp_mode.unwrap_or(XdpMode::Auto) {
+                XdpMode::Auto => netio::afxdp::Mode::Auto,
+                XdpMode::Zerocopy => netio::afxdp::Mode::ZeroCopy,
+                XdpMode::Copy => netio::afxdp::Mode::Copy,
+            };
+            port::open_af_xdp(&p.interface, p.queue.unwrap_or(0), mode)
+        }
     }
 }
 

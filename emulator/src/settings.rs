@@ -69,10 +69,14 @@ impl Default for PortsConfig {
             gw: PortConfig {
                 kind: PortKind::AfPacket,
                 interface: "emu-gw".into(),
+                queue: None,
+                xdp_mode: None,
             },
             st: PortConfig {
                 kind: PortKind::AfPacket,
                 interface: "emu-st".into(),
+                queue: None,
+                xdp_mode: None,
             },
         }
     }
@@ -86,9 +90,24 @@ pub enum PortKind {
     AfPacket,
     /// A TAP device (created if missing).
     Tap,
+    /// One receive queue of an existing interface through an AF_XDP socket.
+    AfXdp,
 }
 
-/// One port: `{kind: af_packet|tap, interface: NAME}`.
+/// How an `af_xdp` port's socket is bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum XdpMode {
+    /// Zero-copy where the driver supports it, copy mode otherwise.
+    Auto,
+    /// Zero-copy or refuse to start.
+    Zerocopy,
+    /// Copy mode (any driver).
+    Copy,
+}
+
+/// One port: `{kind: af_packet|tap|af_xdp, interface: NAME}`, and for `af_xdp`
+/// `queue: N` (default 0) and `xdp_mode: auto|zerocopy|copy` (default auto).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PortConfig {
@@ -96,6 +115,13 @@ pub struct PortConfig {
     pub kind: PortKind,
     #[schemars(length(min = 1, max = 15), regex(pattern = r"^[^/ \x00]+$"))]
     pub interface: String,
+    /// `af_xdp` only: the receive queue the port serves (one queue per port), at most 1023
+    /// (checked by `validate`, as the interface must be given next to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u32>,
+    /// `af_xdp` only: zero-copy or copy-mode binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_mode: Option<XdpMode>,
 }
 
 fn default_port_kind() -> PortKind {
@@ -212,6 +238,21 @@ impl EmulatorConfig {
                     ),
                 ));
             }
+            if p.kind != PortKind::AfXdp {
+                if p.queue.is_some() {
+                    return Err(ConfigError::field(
+                        format!("{name}.queue"),
+                        "is only for kind af_xdp",
+                    ));
+                }
+                if p.xdp_mode.is_some() {
+                    return Err(ConfigError::field(
+                        format!("{name}.xdp_mode"),
+                        "is only for kind af_xdp",
+                    ));
+                }
+            }
+            check_range(&format!("{name}.queue"), p.queue.unwrap_or(0), 0, 1023, "")?;
         }
         if self.ports.gw.interface == self.ports.st.interface {
             return Err(ConfigError::field(
@@ -276,6 +317,27 @@ mod tests {
         assert!(err("control: {listen: localhost}").starts_with("control.listen:"));
         assert!(err("ports: {gw: {interface: a}, st: {interface: a}}")
             .starts_with("ports.st.interface"));
+        assert_eq!(
+            err("ports: {gw: {interface: a, queue: 1}}"),
+            "ports.gw.queue: is only for kind af_xdp"
+        );
+        assert_eq!(
+            err("ports: {st: {interface: a, kind: tap, xdp_mode: copy}}"),
+            "ports.st.xdp_mode: is only for kind af_xdp"
+        );
+        assert_eq!(
+            err("ports: {gw: {interface: a, kind: af_xdp, queue: 5000}}"),
+            "ports.gw.queue: value 5000 is outside the allowed range [0, 1023]"
+        );
+        let c = EmulatorConfig::from_yaml_str(
+            "ports: {gw: {interface: a, kind: af_xdp, queue: 2, xdp_mode: copy}}",
+        )
+        .unwrap();
+        assert_eq!(c.ports.gw.kind, PortKind::AfXdp);
+        assert_eq!(
+            (c.ports.gw.queue, c.ports.gw.xdp_mode),
+            (Some(2), Some(XdpMode::Copy))
+        );
         // The link's sections are checked too (linkmodel's tests/config.rs has the rest).
         assert_eq!(
             err("forward: {acm: {margin_db: 50}}"),

@@ -392,6 +392,7 @@ mod tests {
                 ..Default::default()
             },
             classes: Vec::new(),
+            dama: None,
         }
     }
 

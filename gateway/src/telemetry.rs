@@ -180,6 +180,7 @@ mod tests {
             queue_bytes: 0,
             counters: Default::default(),
             classes: Vec::new(),
+            dama: None,
         };
         let line = TelemetryLine::Telemetry(linkmodel::records::StatusLine { t_ms: 1.0, status });
         serde_json::to_string(&line).unwrap()

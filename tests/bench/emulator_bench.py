@@ -18,6 +18,10 @@ writes them as JSON.
   (e) 40 Msym/s 32APSK 9/10 offered 110% of the MODCOD ceiling: delivered fraction for IP packet
       sizes 64, 200, 576, 1000, 1400, 1500 ((c) and (e) through (a)'s harness)
   (f) emulator CPU seconds per delivered gigabit (/proc/PID/stat), saturated and at (a)'s rate
+  (p) port kinds: the emulator with af_packet ports, then with af_xdp ports, on the same veth
+      topology and (a)'s harness, offered more than it carries (a fixed 10 Gbit/s link, 5 ms):
+      delivered Mpkt/s and Gbit/s of 1500- and 64-byte IP packets and the emulator's CPU time per
+      delivered packet, and the ratios af_xdp / af_packet
 
 Traffic: tests/bench/build/udpblast (C, sendmmsg/recvmmsg, paced, kernel receive timestamps; the
 sender in gw-host, the receiver in st-host, one host clock so one-way delay is direct); for (a) the
@@ -275,7 +279,7 @@ def ceiling_ip_bps(useful_bps: float, frame_time: float, size: int) -> float:
     return float(expected_l2_rate(useful_bps, l2, frame_time=frame_time) * size / l2)
 
 
-def emu_config(work: Path, **fwd: Any) -> dict[str, Any]:
+def emu_config(work: Path, port_kind: str = "af_packet", **fwd: Any) -> dict[str, Any]:
     forward: dict[str, Any] = {
         "delay_ms": 270.0,
         "symbol_rate_baud": 40e6,
@@ -287,8 +291,8 @@ def emu_config(work: Path, **fwd: Any) -> dict[str, Any]:
     return {
         "seed": 1,
         "ports": {
-            "gw": {"kind": "af_packet", "interface": "egw"},
-            "st": {"kind": "af_packet", "interface": "est"},
+            "gw": {"kind": port_kind, "interface": "egw"},
+            "st": {"kind": port_kind, "interface": "est"},
         },
         "telemetry": {"socket": str(work / "telemetry.sock"), "period_ms": 100, "events": "none"},
         "control": {"listen": "127.0.0.1:8781"},
@@ -308,11 +312,13 @@ class Bench:
     def want(self, key: str) -> bool:
         return not self.only or key in self.only
 
-    def emulator(self, topo: Topology, cpus: str | None = None, **fwd: Any) -> Emulator:
+    def emulator(
+        self, topo: Topology, cpus: str | None = None, port_kind: str = "af_packet", **fwd: Any
+    ) -> Emulator:
         self.n_emu += 1
         w = self.work / f"emu{self.n_emu}"
         w.mkdir(parents=True, exist_ok=True)
-        return Emulator(topo, emu_config(w, **fwd), workdir=w, cpus=cpus).start()
+        return Emulator(topo, emu_config(w, port_kind, **fwd), workdir=w, cpus=cpus).start()
 
     # (0) ----------------------------------------------------------------------------------
     def generator(self) -> None:
@@ -610,6 +616,64 @@ class Bench:
             self.res["emulator_counters"] = emu.status()["forward"]["counters"]
             emu.stop()
 
+    # (p) ----------------------------------------------------------------------------------
+    def ports(self) -> None:
+        """af_packet vs af_xdp ports: the emulator saturated (offered more than it carries; what
+        it cannot read in time the kernel drops), delivered rate and CPU time per packet.
+
+        (a)'s harness: generator on CPU 0, emulator on the last CPU, the sink at st0's ingress.
+        The link is not the limit (fixed 10 Gbit/s) and the delay short (5 ms), so the figure is
+        the ports and the data plane. The generator's sends carry partial checksums
+        (`gso_to_sink`); the sink counts before any checksum check, so both kinds are counted
+        alike."""
+        dur = 2.0 if self.quick else 4.0
+        gen_cpu, sut_cpu = cpu_layout()
+        link = {**A_LINK, "delay_ms": 5.0}
+        # Offered: more than either kind carried in trial runs (1500 B: the generator's maximum;
+        # 64 B: 2.5 Mpkt/s, the GSO generator's ceiling on one core).
+        offered = {1500: A_LINK_BPS, 64: 2.5e6 * 64 * 8}
+        out: dict[str, Any] = {}
+        for kind in ("af_packet", "af_xdp"):
+            for size, rate in offered.items():
+                with Topology("l2", prefix=unique_prefix(TAG)) as t:
+                    sink = gso_to_sink(t)
+                    emu = self.emulator(t, cpus=sut_cpu, port_kind=kind, **link)
+                    got = [ln for ln in emu.log().splitlines() if "af_xdp queue" in ln]
+                    tr = sink_trial(t, sink, rate, dur, emu.pid, gen_cpu, size=size)
+                    causes = emulator_losses(emu)
+                    emu.stop()
+                pps = tr.received / dur
+                row = {
+                    "offered_bps": rate,
+                    "sent_pps": tr.sent / dur,
+                    "delivered_pps": pps,
+                    "delivered_bps": pps * size * 8,
+                    "cpu_s": tr.emu_cpu_s,
+                    "cpu_ns_per_packet": (tr.emu_cpu_s or 0) / tr.received * 1e9
+                    if tr.received
+                    else None,
+                    "attached": got,
+                    "loss_causes": causes,
+                    # nothing lost: the generator, not the emulator, set the rate (a lower bound)
+                    "generator_limited": tr.lost == 0,
+                }
+                out.setdefault(kind, {})[size] = row
+                log(f"(p) {kind} {size} B: sent {tr.sent / dur / 1e6:.3f} Mpkt/s, delivered "
+                    f"{pps / 1e6:.3f} Mpkt/s = {pps * size * 8 / 1e9:.3f} Gbit/s, "
+                    f"{row['cpu_ns_per_packet'] or 0:.0f} ns CPU/packet, lost "
+                    f"{tr.lost} ({causes}) {got}")  # fmt: skip
+        for size in offered:
+            x, p = out["af_xdp"][size], out["af_packet"][size]
+            out.setdefault("ratio", {})[size] = {
+                "throughput": x["delivered_pps"] / p["delivered_pps"]
+                if p["delivered_pps"]
+                else None,
+                "cpu_per_packet": (x["cpu_ns_per_packet"] or 0) / p["cpu_ns_per_packet"]
+                if p["cpu_ns_per_packet"]
+                else None,
+            }
+        self.res["p"] = out
+
     def load(self, tag: str) -> None:
         """This machine may be shared: record the load average next to each section."""
         self.res.setdefault("loadavg", {})[tag] = os.getloadavg()
@@ -629,6 +693,9 @@ class Bench:
             self.carrier_rates()
         if self.want("d") or self.want("f"):
             self.carrier_saturated()
+        if self.want("p"):
+            self.ports()
+            self.load("after_p")
         self.load("end")
         return self.res
 
@@ -719,6 +786,17 @@ def fmt_table(res: dict[str, Any]) -> str:
                 "",
                 None,
             )
+    p = res.get("p")
+    if p:
+        for size, r in p["ratio"].items():
+            for kind in ("af_packet", "af_xdp"):
+                x = p[kind][size]
+                note = " (nothing lost: generator-limited)" if x["generator_limited"] else ""
+                add(f"(p) {kind}, {size} B: delivered, CPU per packet",
+                    f"{x['delivered_pps'] / 1e6:.3f} Mpkt/s = {x['delivered_bps'] / 1e9:.3f} "
+                    f"Gbit/s, {x['cpu_ns_per_packet'] or 0:.0f} ns{note}", "", None)  # fmt: skip
+            ratios = f"{r['throughput'] or 0:.2f}, {r['cpu_per_packet'] or 0:.2f}"
+            add(f"(p) af_xdp / af_packet, {size} B: throughput, CPU per packet", ratios, "", None)
     w = [max(len(r[i]) for r in rows) for i in range(4)] if rows else [0, 0, 0, 0]
     head = ("figure", "measured", "target", "")
     w = [max(w[i], len(head[i])) for i in range(4)]
@@ -731,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="(d) runs 60 s instead of 5 minutes")
     ap.add_argument("--json", default=str(HERE / "results" / "emulator-bench.json"))
-    ap.add_argument("--only", default="", help="comma-separated subset of a,b,c,d,e,f")
+    ap.add_argument("--only", default="", help="comma-separated subset of a,b,c,d,e,f,p")
     a = ap.parse_args(argv)
     only = {x.strip() for x in a.only.split(",") if x.strip()}
     out = Path(a.json)

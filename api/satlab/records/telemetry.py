@@ -65,6 +65,59 @@ class Counters(TypedDict):
     reordered_packets: int
 
 
+class DamaStatus(TypedDict):
+    """
+    DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
+    current superframe and what the gateway granted it for this superframe. A multi-terminal beam
+    will have one of these per terminal.
+    """
+
+    cra_kbps: float
+    """
+    Of which CRA, kbit/s.
+    """
+    fca_kbps: float
+    """
+    Of which free capacity, kbit/s.
+    """
+    granted_kbps: float
+    """
+    Capacity granted in this superframe, kbit/s (slot payloads; the sum of the four below).
+    """
+    granted_slots: int
+    """
+    Timeslots granted in this superframe.
+    """
+    rbdc_kbps: float
+    """
+    Of which RBDC, kbit/s.
+    """
+    request_delay_superframes: int
+    """
+    Superframes from a request leaving the terminal to its grant being usable.
+    """
+    requested_rbdc_kbps: float
+    """
+    RBDC rate the terminal requested in this superframe (0: no RBDC request), kbit/s.
+    """
+    requested_vbdc_bytes: int
+    """
+    VBDC volume the terminal requested in this superframe, bytes.
+    """
+    slot_bytes: int
+    """
+    Payload of one timeslot (one burst at the terminal's MODCOD), bytes.
+    """
+    superframe: int
+    """
+    Superframe number (superframe 0 starts when the emulator starts).
+    """
+    vbdc_kbps: float
+    """
+    Of which VBDC, kbit/s.
+    """
+
+
 Dir: TypeAlias = Literal["forward", "return"]
 """
 Which way a [`crate::Direction`] carries packets. Forward = gateway -> terminal (gw port to st port).
@@ -113,6 +166,11 @@ class StatusLine(TypedDict):
     Per-class queues (`queue.classes`), in configuration order; absent without classes.
     """
     counters: Counters
+    dama: NotRequired[DamaStatus | None]
+    """
+    The terminal's capacity requests and grant in the current superframe (`return.dama`);
+    absent without DAMA.
+    """
     delay_ms: float
     """
     One-way propagation delay now, ms.
@@ -156,6 +214,11 @@ class TelemetryLine1(TypedDict):
     Per-class queues (`queue.classes`), in configuration order; absent without classes.
     """
     counters: Counters
+    dama: NotRequired[DamaStatus | None]
+    """
+    The terminal's capacity requests and grant in the current superframe (`return.dama`);
+    absent without DAMA.
+    """
     delay_ms: float
     """
     One-way propagation delay now, ms.

@@ -251,6 +251,11 @@ pub struct DirectionConfig {
     /// Oracle ETEN: notify the TCP sender of every data segment this direction corrupts or erases
     /// through a pinned BPF map (off when absent).
     pub oracle_eten: Option<OracleEtenConfig>,
+    /// DVB-RCS2 demand-assigned capacity (return `rcs2` only): bursts go out only in the MF-TDMA
+    /// timeslots the gateway grants (off when absent: bursts back to back, as before). Not
+    /// printed when absent, so `--check` of a configuration without it is as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dama: Option<DamaConfig>,
 }
 
 impl Default for DirectionConfig {
@@ -278,6 +283,7 @@ impl Default for DirectionConfig {
             failed_frames: None,
             reorder: ReorderConfig::default(),
             oracle_eten: None,
+            dama: None,
         }
     }
 }
@@ -682,6 +688,72 @@ impl Default for ReorderConfig {
 impl ReorderConfig {
     pub fn enabled(&self) -> bool {
         (self.probability > 0.0 && self.extra_delay_ms > 0.0) || self.jitter_ms > 0.0
+    }
+}
+
+/// DVB-RCS2 MF-TDMA return link with demand-assigned capacity (DAMA) for the terminal
+/// (ETSI EN 301 545-2, the DVB-RCS2 lower layers: CRA, RBDC and VBDC capacity categories, free
+/// capacity assignment). Each timeslot carries one burst of `burst_symbols` at the terminal's
+/// MODCOD (its payload from the RCS2 waveform table, `modcod_table`); the terminal sends on one
+/// carrier at a time, so it can be granted at most `timeslots_per_frame` slots per frame.
+/// Defaults are OpenSAND's where it has them (emulator/CONFIG.md, "DAMA").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DamaConfig {
+    /// Carriers of the MF-TDMA superframe (the pool of a future multi-terminal beam).
+    #[schemars(range(min = 1, max = 4096))]
+    pub carriers: u32,
+    /// Timeslots per frame on each carrier; a slot must hold one burst.
+    #[schemars(range(min = 1, max = 100000))]
+    pub timeslots_per_frame: u32,
+    /// Frame duration, ms (OpenSAND `return_up_frame_duration`: 26.5 ms).
+    #[schemars(range(min = 0.1, max = 1000.0), extend("x-unit" = "ms"))]
+    pub frame_duration_ms: f64,
+    /// Frames per superframe (grants are computed once per superframe).
+    #[schemars(range(min = 1, max = 1000))]
+    pub frames_per_superframe: u32,
+    /// Constant rate assignment, kbit/s (granted every superframe without request).
+    #[schemars(range(min = 0.0, max = 10000000.0), extend("x-unit" = "kbit/s"))]
+    pub cra_kbps: f64,
+    /// Largest RBDC rate the terminal may be granted, kbit/s (OpenSAND `max_rbdc`: 5120); 0: no RBDC.
+    #[schemars(range(min = 0.0, max = 10000000.0), extend("x-unit" = "kbit/s"))]
+    pub rbdc_max_kbps: f64,
+    /// An RBDC request holds this many superframes after it reaches the gateway unless renewed
+    /// (OpenSAND `rbdc_timeout`: 16).
+    #[schemars(range(min = 1, max = 100000), extend("x-unit" = "superframes"))]
+    pub rbdc_timeout_superframes: u32,
+    /// Largest VBDC volume one request may ask for, bytes; 0: no VBDC.
+    #[schemars(range(min = 0, max = 1000000000), extend("x-unit" = "bytes"))]
+    pub vbdc_max_bytes: u64,
+    /// Superframes from a request leaving the terminal to the grant it causes being used: the
+    /// request's trip to the gateway, the grant's (TBTP) trip back, plus
+    /// `scheduling_delay_superframes`. Default: ceil((return + forward delay) / superframe) +
+    /// `scheduling_delay_superframes`.
+    #[schemars(range(min = 1, max = 100000), extend("x-unit" = "superframes"))]
+    pub request_delay_superframes: Option<u32>,
+    /// Superframes the gateway's scheduler takes after a request arrives (OpenSAND computes the
+    /// TBTP at the next superframe tick: 1).
+    #[schemars(range(min = 0, max = 1000), extend("x-unit" = "superframes"))]
+    pub scheduling_delay_superframes: u32,
+    /// Free capacity assignment: slots nobody asked for go to the terminal.
+    pub free_capacity: bool,
+}
+
+impl Default for DamaConfig {
+    fn default() -> Self {
+        DamaConfig {
+            carriers: 1,
+            timeslots_per_frame: 180,
+            frame_duration_ms: 26.5,
+            frames_per_superframe: 1,
+            cra_kbps: 0.0,
+            rbdc_max_kbps: 5120.0,
+            rbdc_timeout_superframes: 16,
+            vbdc_max_bytes: 0,
+            request_delay_superframes: None,
+            scheduling_delay_superframes: 1,
+            free_capacity: false,
+        }
     }
 }
 

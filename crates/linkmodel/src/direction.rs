@@ -33,6 +33,7 @@ use crate::bit_errors::BitErrors;
 use crate::channel::Channel;
 use crate::config::{BitErrorConfig, BitErrorModel, ConfigError, LinkConfig, LinkKind};
 use crate::control::ControlCommand;
+use crate::dama::Dama;
 use crate::delay::DelaySource;
 use crate::delay_line::DelayLine;
 use crate::erasure::{self, Erasure, Verdict};
@@ -52,6 +53,8 @@ pub(crate) struct LinkSetup {
     channel: Channel,
     delay: DelaySource,
     phy: Phy,
+    /// Timeslot grants of an RCS2 return link with `dama`.
+    dama: Option<Dama>,
     /// PER curve per MODCOD row (empty on a fixed-rate link).
     curves: Vec<PerCurve>,
     /// Per MODCOD row, the Es/N0 down to which a failed frame is corrupted, not erased.
@@ -98,10 +101,12 @@ impl LinkSetup {
             ),
             None => None,
         };
+        let dama = phy.dama(cfg, dir)?;
         Ok(LinkSetup {
             channel,
             delay,
             phy,
+            dama,
             curves,
             corrupt_floors,
             bit_errors,
@@ -145,6 +150,7 @@ impl Direction {
             channel,
             delay,
             phy,
+            dama,
             curves,
             corrupt_floors,
             mut bit_errors,
@@ -158,7 +164,7 @@ impl Direction {
             channel,
             delay,
             queue: Queue::from_config(&d.queue),
-            scheduler: Scheduler::new(phy, d.gse_label_bytes),
+            scheduler: Scheduler::new(phy, dama, d.gse_label_bytes),
             erasure: Erasure::new(
                 curves,
                 corrupt_floors,
@@ -181,6 +187,7 @@ impl Direction {
     pub fn enqueue(&mut self, now_ns: u64, frame: Vec<u8>) {
         self.advance(now_ns);
         self.counters.offered_packets += 1;
+        let len = frame.len();
         if let Err(frame) = self.queue.push(now_ns, frame) {
             self.counters.queue_drops += 1;
             if self.queue_drops.is_empty() {
@@ -193,7 +200,7 @@ impl Direction {
             return;
         }
         self.scheduler
-            .packet_queued(now_ns, &mut self.queue, &self.channel);
+            .packet_queued(now_ns, len, &mut self.queue, &self.channel);
     }
 
     /// Advances the model to `now_ns` and appends every outcome whose time has come.
@@ -221,13 +228,14 @@ impl Direction {
     }
 
     /// Earliest time at which `poll` would produce something or the model must act (frame end,
-    /// delivery, ACM report arrival).
+    /// delivery, ACM report arrival, DAMA slot or superframe).
     pub fn next_wakeup_ns(&self) -> Option<u64> {
         earliest([
             self.first_drop_ns(),
             self.scheduler.frame_end_ns(),
             self.line.next_time(),
             self.scheduler.next_report_arrival_ns(),
+            self.scheduler.next_timer_ns(),
         ])
     }
 
@@ -250,6 +258,8 @@ impl Direction {
             frame_due,
             self.line.next_time(),
             self.scheduler.next_report_arrival_ns(),
+            // DAMA: a burst starts in its slot, a superframe's grant frees a waiting burst.
+            self.scheduler.next_timer_ns(),
         ])
     }
 
@@ -279,6 +289,7 @@ impl Direction {
             queue_bytes: self.queue.bytes(),
             counters: self.counters.clone(),
             classes: self.queue.class_status(),
+            dama: self.scheduler.dama_status(),
         }
     }
 
@@ -314,12 +325,22 @@ impl Direction {
 
     // -----------------------------------------------------------------------------------------
 
-    /// Replays every frame end up to `now_ns`: the ended frame's packets go down the pipeline,
-    /// then the next frame starts back to back if data waits.
+    /// Replays every frame end and scheduler timer (DAMA) up to `now_ns` in time order: the ended
+    /// frame's packets go down the pipeline, then the next frame starts back to back (with DAMA:
+    /// in the next granted slot) if data waits.
     fn advance(&mut self, now_ns: u64) {
-        while let Some(f) = self.scheduler.take_ended(now_ns) {
-            self.frame_ended(&f);
-            self.scheduler.send_next(&f, &mut self.queue, &self.channel);
+        loop {
+            let end = self.scheduler.frame_end_ns().filter(|&e| e <= now_ns);
+            let timer = self.scheduler.next_timer_ns().filter(|&t| t <= now_ns);
+            match (end, timer) {
+                (Some(e), t) if t.is_none_or(|t| e <= t) => {
+                    let f = self.scheduler.take_ended(e).expect("frame ended");
+                    self.frame_ended(&f);
+                    self.scheduler.send_next(&f, &mut self.queue, &self.channel);
+                }
+                (_, Some(t)) => self.scheduler.timer(t, &mut self.queue, &self.channel),
+                _ => break,
+            }
         }
     }
 

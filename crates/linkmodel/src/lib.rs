@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! enqueue -> queue (drop-tail, or per-class queues)
-//!         -> scheduler (BBFrames / RCS2 bursts / fixed rate; ACM)
+//!         -> scheduler (BBFrames / RCS2 bursts, in DAMA-granted slots with `return.dama` /
+//!            fixed rate; ACM)
 //!         -> erasure (PER erasure of whole frames) -> bit errors (on surviving packets)
 //!         -> reordering (optional) -> delay line (propagation delay) -> poll
 //! ```
@@ -22,8 +23,9 @@ pub mod direction;
 // 1. queue (per-class queues: classes)
 pub mod classes;
 pub mod queue;
-// 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing)
+// 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing, RCS2 timeslots: dama)
 pub mod acm;
+mod dama;
 pub mod framing;
 mod scheduler;
 // 3. erasure of whole frames by the channel
@@ -62,5 +64,6 @@ pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
 pub use segment::SegmentKey;
 pub use types::{
-    ClassStatus, Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, ModcodStatus, Outcome,
+    ClassStatus, Counters, DamaStatus, Dir, DirectionStatus, Hit, HitRegion, LossCause,
+    ModcodStatus, Outcome,
 };

@@ -148,6 +148,7 @@ impl DirectionConfig {
         self.validate_bit_errors(p)?;
         self.validate_failed_frames(p)?;
         self.validate_oracle_eten(p)?;
+        self.validate_dama(p)?;
         self.validate_reorder(p)
     }
 
@@ -497,6 +498,82 @@ impl DirectionConfig {
                     ),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// `dama`: every bound, then the return direction of an `rcs2` link only. That the slots hold
+    /// a burst and the superframe the CRA is checked when the stage is built (`dama.rs`).
+    fn validate_dama(&self, p: &str) -> Result<(), ConfigError> {
+        let Some(d) = &self.dama else {
+            return Ok(());
+        };
+        let dp = format!("{p}.dama");
+        check_range(&format!("{dp}.carriers"), d.carriers, 1, 4096, "")?;
+        check_range(
+            &format!("{dp}.timeslots_per_frame"),
+            d.timeslots_per_frame,
+            1,
+            100_000,
+            "",
+        )?;
+        check_f64(
+            &format!("{dp}.frame_duration_ms"),
+            d.frame_duration_ms,
+            0.1,
+            1000.0,
+            " ms",
+        )?;
+        check_range(
+            &format!("{dp}.frames_per_superframe"),
+            d.frames_per_superframe,
+            1,
+            1000,
+            "",
+        )?;
+        check_f64(&format!("{dp}.cra_kbps"), d.cra_kbps, 0.0, 1e7, " kbit/s")?;
+        check_f64(
+            &format!("{dp}.rbdc_max_kbps"),
+            d.rbdc_max_kbps,
+            0.0,
+            1e7,
+            " kbit/s",
+        )?;
+        check_range(
+            &format!("{dp}.rbdc_timeout_superframes"),
+            d.rbdc_timeout_superframes,
+            1,
+            100_000,
+            " superframes",
+        )?;
+        check_range(
+            &format!("{dp}.vbdc_max_bytes"),
+            d.vbdc_max_bytes,
+            0,
+            1_000_000_000,
+            " bytes",
+        )?;
+        if let Some(n) = d.request_delay_superframes {
+            check_range(
+                &format!("{dp}.request_delay_superframes"),
+                n,
+                1,
+                100_000,
+                " superframes",
+            )?;
+        }
+        check_range(
+            &format!("{dp}.scheduling_delay_superframes"),
+            d.scheduling_delay_superframes,
+            0,
+            1000,
+            " superframes",
+        )?;
+        if p != Dir::Return.as_str() || self.link_kind() != LinkKind::Rcs2 {
+            return Err(ConfigError::field(
+                dp,
+                "only for the return direction of kind rcs2 (DVB-RCS2 MF-TDMA)",
+            ));
         }
         Ok(())
     }

@@ -11,15 +11,21 @@
 //! frame's content is fixed when it starts; its MODCOD is the ACM loop's choice at that instant.
 //! Frame durations are symbols / symbol rate, accumulated with a fractional-ns carry while frames
 //! are back to back, so the long-run rate is exact.
+//!
+//! With `return.dama` (RCS2 only) a burst goes out only in a timeslot the DAMA stage (`dama.rs`)
+//! granted: a burst that would start between granted slots waits for the next one (a timer),
+//! and with no granted slot left in the superframe the link waits for the next superframe's
+//! grant (its start is a timer too, where the terminal also sends its requests).
 
 use crate::acm::{AcmLoop, Mode};
 use crate::channel::Channel;
 use crate::config::{AcmMode, ConfigError, DirectionConfig, LinkConfig, LinkKind, ModcodSet};
+use crate::dama::Dama;
 use crate::delay::DelaySource;
 use crate::framing::{self, Gse, Partial};
 use crate::modcod::{dvbs2_shape, rcs2_shape, FrameShape, ModcodTable};
 use crate::queue::Queue;
-use crate::types::{Dir, ModcodStatus};
+use crate::types::{DamaStatus, Dir, ModcodStatus};
 
 /// Frames with fewer data bytes than this are not used (no room for GSE headers and data).
 const MIN_FRAME_DATA_BYTES: u32 = 16;
@@ -91,6 +97,37 @@ impl Phy {
             symbol_rate_baud: d.symbol_rate_baud.unwrap_or(40e6),
             acm,
         })
+    }
+
+    /// The DAMA stage of direction `dir` if it has `dama` (an `rcs2` return direction; checked by
+    /// validation): slots sized by this physical layer's bursts at the initial MODCOD, the
+    /// default request delay from the two directions' delays at the start.
+    pub(crate) fn dama(&self, cfg: &LinkConfig, dir: Dir) -> Result<Option<Dama>, ConfigError> {
+        let (
+            Some(c),
+            Phy::Modcod {
+                shapes,
+                symbol_rate_baud,
+                acm,
+                ..
+            },
+        ) = (&cfg.direction(dir).dama, self)
+        else {
+            return Ok(None);
+        };
+        let shape = shapes[acm.current()].expect("usable MODCOD");
+        let burst_ns = shape.symbols as f64 * 1e9 / symbol_rate_baud;
+        let two_way = DelaySource::from_config(cfg, cfg.direction(dir))?.at(0)
+            + DelaySource::from_config(cfg, cfg.direction(dir.opposite()))?.at(0);
+        Dama::build(c, dir.as_str(), burst_ns, shape.data_bytes, two_way).map(Some)
+    }
+
+    /// Payload of a frame (burst) at the MODCOD in use, bytes (0 on a fixed-rate link).
+    fn current_data_bytes(&self) -> u32 {
+        match self {
+            Phy::Modcod { shapes, acm, .. } => shapes[acm.current()].map_or(0, |s| s.data_bytes),
+            Phy::Fixed { .. } => 0,
+        }
     }
 }
 
@@ -209,10 +246,14 @@ pub(crate) struct Scheduler {
     /// GSE bytes (headers + data) sent so far, for rate checks.
     gse_bytes_sent: u64,
     frames_sent: u64,
+    /// Timeslot grants (`return.dama`); `None`: frames back to back.
+    dama: Option<Dama>,
+    /// The granted slot the next burst waits for (DAMA).
+    slot_wait_ns: Option<u64>,
 }
 
 impl Scheduler {
-    pub(crate) fn new(phy: Phy, gse_label_bytes: u8) -> Self {
+    pub(crate) fn new(phy: Phy, dama: Option<Dama>, gse_label_bytes: u8) -> Self {
         Scheduler {
             phy,
             gse: Gse {
@@ -225,15 +266,74 @@ impl Scheduler {
             link_free_ns: 0,
             gse_bytes_sent: 0,
             frames_sent: 0,
+            dama,
+            slot_wait_ns: None,
         }
     }
 
-    /// A packet was queued at `now_ns`: an idle link starts a frame at once.
-    pub(crate) fn packet_queued(&mut self, now_ns: u64, queue: &mut Queue, channel: &Channel) {
-        if self.frame.is_none() {
-            self.carry_ns = 0.0;
-            self.start_frame(now_ns.max(self.link_free_ns), queue, channel);
+    /// A packet of `len` bytes was queued at `now_ns`: an idle link starts a frame at once (with
+    /// DAMA: in the next granted slot).
+    pub(crate) fn packet_queued(
+        &mut self,
+        now_ns: u64,
+        len: usize,
+        queue: &mut Queue,
+        channel: &Channel,
+    ) {
+        if let Some(d) = self.dama.as_mut() {
+            d.arrived(len);
         }
+        if self.frame.is_none() && self.slot_wait_ns.is_none() {
+            self.carry_ns = 0.0;
+            self.start_or_wait(now_ns.max(self.link_free_ns), queue, channel);
+        }
+    }
+
+    /// Starts a frame at `t_ns`, or with DAMA at the first granted slot from `t_ns` on (a timer
+    /// if it is later; none left in this superframe: the next superframe's tick retries).
+    fn start_or_wait(&mut self, t_ns: u64, queue: &mut Queue, channel: &Channel) {
+        match self.dama.as_mut().map(|d| d.take_slot(t_ns)) {
+            None => self.start_frame(t_ns, queue, channel),
+            Some(Some(slot)) if slot <= t_ns => self.start_frame(t_ns, queue, channel),
+            Some(Some(slot)) => self.slot_wait_ns = Some(slot),
+            Some(None) => {}
+        }
+    }
+
+    /// The scheduler's next timer (DAMA only): a granted slot a burst waits for, or the next
+    /// superframe's start.
+    pub(crate) fn next_timer_ns(&self) -> Option<u64> {
+        let tick = self.dama.as_ref().map(Dama::next_tick_ns);
+        [self.slot_wait_ns, tick].into_iter().flatten().min()
+    }
+
+    /// Runs the timer due at `t_ns` ([`Scheduler::next_timer_ns`]): a burst starts in its slot,
+    /// or a superframe starts (requests, grant) and a waiting burst takes a slot of it.
+    pub(crate) fn timer(&mut self, t_ns: u64, queue: &mut Queue, channel: &Channel) {
+        if let Some(slot) = self.slot_wait_ns.filter(|&s| s <= t_ns) {
+            self.slot_wait_ns = None;
+            self.start_frame(slot, queue, channel);
+            return;
+        }
+        let backlog = queue.bytes() + self.partial.as_ref().map_or(0, |p| u64::from(p.remaining));
+        let slot_bytes = self.phy.current_data_bytes();
+        let Some(d) = self.dama.as_mut() else {
+            return;
+        };
+        if d.next_tick_ns() > t_ns {
+            return;
+        }
+        let tick = d.next_tick_ns();
+        d.tick(backlog, slot_bytes);
+        let waiting = self.partial.is_some() || !queue.is_empty();
+        if self.frame.is_none() && self.slot_wait_ns.is_none() && waiting {
+            self.start_or_wait(tick.max(self.link_free_ns), queue, channel);
+        }
+    }
+
+    /// The terminal's DAMA requests and grant in the current superframe.
+    pub(crate) fn dama_status(&self) -> Option<Box<DamaStatus>> {
+        self.dama.as_ref().map(|d| Box::new(d.status()))
     }
 
     /// Takes the frame on the air off the air if it has ended by `now_ns`. Its packets are
@@ -262,7 +362,7 @@ impl Scheduler {
     /// After frame `f` ended: the next frame starts back to back while data waits.
     pub(crate) fn send_next(&mut self, f: &InFlight, queue: &mut Queue, channel: &Channel) {
         if self.partial.is_some() || !queue.is_empty() {
-            self.start_frame(f.end_ns, queue, channel);
+            self.start_or_wait(f.end_ns, queue, channel);
         }
     }
 
@@ -354,7 +454,13 @@ impl Scheduler {
                 )
             }
         };
-        let dur = dur_ns + self.carry_ns;
+        // Bursts in DAMA slots are not back to back: no carry between them.
+        let dur = dur_ns
+            + if self.dama.is_some() {
+                0.0
+            } else {
+                self.carry_ns
+            };
         let whole = dur.floor();
         self.carry_ns = dur - whole;
         self.gse_bytes_sent += packed.gse_bytes as u64;

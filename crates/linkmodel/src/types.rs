@@ -122,6 +122,39 @@ pub struct DirectionStatus {
     /// Per-class queues (`queue.classes`), in configuration order; absent without classes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassStatus>,
+    /// The terminal's capacity requests and grant in the current superframe (`return.dama`);
+    /// absent without DAMA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dama: Option<Box<DamaStatus>>,
+}
+
+/// DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
+/// current superframe and what the gateway granted it for this superframe. A multi-terminal beam
+/// will have one of these per terminal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DamaStatus {
+    /// Superframe number (superframe 0 starts when the emulator starts).
+    pub superframe: u64,
+    /// Superframes from a request leaving the terminal to its grant being usable.
+    pub request_delay_superframes: u64,
+    /// Payload of one timeslot (one burst at the terminal's MODCOD), bytes.
+    pub slot_bytes: u32,
+    /// RBDC rate the terminal requested in this superframe (0: no RBDC request), kbit/s.
+    pub requested_rbdc_kbps: f64,
+    /// VBDC volume the terminal requested in this superframe, bytes.
+    pub requested_vbdc_bytes: u64,
+    /// Timeslots granted in this superframe.
+    pub granted_slots: u32,
+    /// Capacity granted in this superframe, kbit/s (slot payloads; the sum of the four below).
+    pub granted_kbps: f64,
+    /// Of which CRA, kbit/s.
+    pub cra_kbps: f64,
+    /// Of which RBDC, kbit/s.
+    pub rbdc_kbps: f64,
+    /// Of which VBDC, kbit/s.
+    pub vbdc_kbps: f64,
+    /// Of which free capacity, kbit/s.
+    pub fca_kbps: f64,
 }
 
 /// Status and counters of one traffic class of the queue (counters only grow).

@@ -73,7 +73,7 @@ pub struct MapInfo {
 }
 
 /// bpf(2) with one attr struct.
-fn bpf<T>(command: libc::c_long, attr: &mut T) -> io::Result<libc::c_long> {
+pub(crate) fn bpf<T>(command: libc::c_long, attr: &mut T) -> io::Result<libc::c_long> {
     // SAFETY: `attr` is a live, fully initialized #[repr(C)] attr of the command's layout; its
     // size is passed, and the kernel copies in at most that many bytes.
     let r = unsafe {

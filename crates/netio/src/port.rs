@@ -6,12 +6,14 @@
 //!   `PACKET_AUXDATA` so stripped VLAN tags can be put back), read through a `PACKET_RX_RING`
 //!   (TPACKET_V2, see [`PacketRx`]) in batches; and
 //!   a tx socket (protocol 0, so it receives nothing, `PACKET_QDISC_BYPASS`) written with `sendmmsg`.
+//! - `af_xdp`: one receive queue of an interface through an AF_XDP socket (see `afxdp`).
 //! - `tap`: a TAP device (`IFF_TAP | IFF_NO_PI | IFF_VNET_HDR`, TSO/USO/checksum offload enabled so
 //!   the host hands over super-packets, which we segment), read and written with one call per frame.
 //!
 //! Every received frame comes with its [`VirtioNetHdr`]; the data plane completes partial checksums
 //! and segments super-packets before the link model sees anything (see `dataplane.rs`).
 
+use crate::afxdp::{self, XdpRx, XdpTx};
 use crate::sys::{self, cvt};
 use packet::ethernet::VlanTag;
 use packet::offload::{VirtioNetHdr, VNET_HDR_LEN};
@@ -125,6 +127,8 @@ pub enum RxPort {
     Packet(PacketRx),
     /// TAP device.
     Tap(TapRx),
+    /// AF_XDP socket.
+    Xdp(XdpRx),
 }
 
 /// The sending half of a port.
@@ -133,6 +137,8 @@ pub enum TxPort {
     Packet(PacketTx),
     /// TAP device.
     Tap(TapTx),
+    /// AF_XDP socket.
+    Xdp(XdpTx),
 }
 
 /// sendmmsg state for one AF_PACKET tx socket.
@@ -215,6 +221,17 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
         RxPort::Packet(PacketRx::new(rx, ring)),
         TxPort::Packet(PacketTx::new(tx)),
     ))
+}
+
+/// Opens queue `queue` of interface `ifname` as an AF_XDP port, and says on stderr what the
+/// kernel gave (native or generic XDP, zero-copy or copy mode).
+pub fn open_af_xdp(ifname: &str, queue: u32, mode: afxdp::Mode) -> io::Result<(RxPort, TxPort)> {
+    let (rx, tx, got) = afxdp::open(ifname, queue, mode)?;
+    eprintln!(
+        "{}: port {ifname}: af_xdp queue {queue}: {got}",
+        sys::program()
+    );
+    Ok((RxPort::Xdp(rx), TxPort::Xdp(tx)))
 }
 
 fn annotate(ifname: &str, what: &str, e: io::Error) -> io::Error {
@@ -863,6 +880,7 @@ impl RxPort {
         match self {
             RxPort::Packet(p) => p.recv_batch(),
             RxPort::Tap(t) => t.recv_batch(),
+            RxPort::Xdp(x) => x.recv_batch(),
         }
     }
 
@@ -871,6 +889,7 @@ impl RxPort {
         match self {
             RxPort::Packet(p) => p.frame(i),
             RxPort::Tap(t) => t.frame(i),
+            RxPort::Xdp(x) => x.frame(i),
         }
     }
 
@@ -879,6 +898,7 @@ impl RxPort {
         match self {
             RxPort::Packet(p) => p.take_kernel_drops(),
             RxPort::Tap(_) => 0,
+            RxPort::Xdp(x) => x.take_kernel_drops(),
         }
     }
 
@@ -887,6 +907,7 @@ impl RxPort {
         match self {
             RxPort::Packet(p) => p.fd.as_raw_fd(),
             RxPort::Tap(t) => t.fd.as_raw_fd(),
+            RxPort::Xdp(x) => x.fd(),
         }
     }
 }
@@ -897,6 +918,7 @@ impl TxPort {
         match self {
             TxPort::Packet(p) => p.send_batch(frames),
             TxPort::Tap(t) => t.send_batch(frames),
+            TxPort::Xdp(x) => x.send_batch(frames),
         }
     }
 }

@@ -36,6 +36,11 @@ export interface DirectionStatus {
   classes?: ClassStatus[];
   counters: Counters;
   /**
+   * The terminal's capacity requests and grant in the current superframe (`return.dama`);
+   * absent without DAMA.
+   */
+  dama?: DamaStatus | null;
+  /**
    * One-way propagation delay now, ms.
    */
   delay_ms: number;
@@ -110,6 +115,57 @@ export interface Counters {
   offered_packets: number;
   queue_drops: number;
   reordered_packets: number;
+}
+/**
+ * DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
+ * current superframe and what the gateway granted it for this superframe. A multi-terminal beam
+ * will have one of these per terminal.
+ */
+export interface DamaStatus {
+  /**
+   * Of which CRA, kbit/s.
+   */
+  cra_kbps: number;
+  /**
+   * Of which free capacity, kbit/s.
+   */
+  fca_kbps: number;
+  /**
+   * Capacity granted in this superframe, kbit/s (slot payloads; the sum of the four below).
+   */
+  granted_kbps: number;
+  /**
+   * Timeslots granted in this superframe.
+   */
+  granted_slots: number;
+  /**
+   * Of which RBDC, kbit/s.
+   */
+  rbdc_kbps: number;
+  /**
+   * Superframes from a request leaving the terminal to its grant being usable.
+   */
+  request_delay_superframes: number;
+  /**
+   * RBDC rate the terminal requested in this superframe (0: no RBDC request), kbit/s.
+   */
+  requested_rbdc_kbps: number;
+  /**
+   * VBDC volume the terminal requested in this superframe, bytes.
+   */
+  requested_vbdc_bytes: number;
+  /**
+   * Payload of one timeslot (one burst at the terminal's MODCOD), bytes.
+   */
+  slot_bytes: number;
+  /**
+   * Superframe number (superframe 0 starts when the emulator starts).
+   */
+  superframe: number;
+  /**
+   * Of which VBDC, kbit/s.
+   */
+  vbdc_kbps: number;
 }
 /**
  * The MODCOD in use (status JSON `modcod`).

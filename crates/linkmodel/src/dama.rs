@@ -1,0 +1,508 @@
+//! DAMA stage (part of the scheduler, `scheduler.rs`): which MF-TDMA timeslots the terminal may
+//! send its DVB-RCS2 bursts in (`return.dama`, ETSI EN 301 545-2, the DVB-RCS2 lower layers).
+//!
+//! Time is cut into superframes of `frames_per_superframe` frames of `timeslots_per_frame` slots
+//! (superframe 0 starts at time 0). At each superframe start:
+//! 1. the terminal computes its capacity requests from its queue and sends them in-band (in the
+//!    burst headers, so they take no slot of their own); a request reaches the gateway's DAMA
+//!    controller, is scheduled and its grant (the TBTP) is back at the terminal
+//!    `request_delay` superframes later;
+//! 2. the controller grants this superframe's slots, in order: CRA (constant, no request), RBDC
+//!    (the last rate request, held until `rbdc_timeout_superframes` after it arrived), VBDC (the
+//!    volume requested and not granted yet), then, with `free_capacity`, every slot left.
+//!
+//! The terminal's requests (an approximation of OpenSAND's legacy DAMA agent):
+//! - RBDC = the bytes that arrived in the last superframe as a rate + the backlog drained over one
+//!   request round trip - CRA, within [0, `rbdc_max_kbps`]; a zero request is not sent, so a
+//!   granted rate lapses only at its timeout;
+//! - VBDC = the backlog not covered by volume already asked for nor by CRA + RBDC over one round
+//!   trip, at most `vbdc_max_bytes`.
+//!
+//! The grant is spread evenly over the superframe's frames, each frame's granted slots first.
+//! One burst per slot; a slot's payload is the burst's at the terminal's MODCOD (RCS2 waveform
+//! table). Rates are turned into slots with a fractional carry, so CRA over a long run is exact.
+//! One terminal: the pool of `carriers` x `timeslots_per_frame` slots is for a multi-terminal beam;
+//! the terminal itself sends on one carrier at a time (at most `timeslots_per_frame` per frame).
+
+use std::collections::VecDeque;
+
+use crate::config::{ConfigError, DamaConfig};
+use crate::types::DamaStatus;
+
+/// A capacity request on its way to the gateway.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    /// Superframe whose grant it first shapes.
+    effective_sf: u64,
+    /// RBDC rate asked for, bit/s (`None`: no RBDC request in this superframe).
+    rbdc_bps: Option<f64>,
+    vbdc_bytes: u64,
+}
+
+/// Slots granted in one superframe, by capacity category.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) cra: u32,
+    pub(crate) rbdc: u32,
+    pub(crate) vbdc: u32,
+    pub(crate) fca: u32,
+}
+
+impl Grant {
+    pub(crate) fn total(&self) -> u32 {
+        self.cra + self.rbdc + self.vbdc + self.fca
+    }
+}
+
+/// The DAMA state of the terminal and the gateway's controller for it.
+#[derive(Debug)]
+pub(crate) struct Dama {
+    frame_ns: f64,
+    slot_ns: f64,
+    frames: u32,
+    slots_per_frame: u32,
+    cra_bps: f64,
+    rbdc_max_bps: f64,
+    rbdc_timeout_sf: u64,
+    vbdc_max_bytes: u64,
+    request_delay_sf: u64,
+    free_capacity: bool,
+    /// The current superframe (`None` before the first tick).
+    sf: Option<u64>,
+    // Terminal side.
+    arrived_bytes: u64,
+    /// VBDC volume asked for and not granted yet.
+    vbdc_pending_bytes: u64,
+    in_flight: VecDeque<Request>,
+    last_rbdc_request_bps: f64,
+    last_vbdc_request_bytes: u64,
+    // Controller side.
+    rbdc_bps: f64,
+    rbdc_expires_sf: u64,
+    vbdc_outstanding_bytes: u64,
+    cra_carry: f64,
+    rbdc_carry: f64,
+    // This superframe's grant and the next unused granted slot (frame, slot in frame).
+    grant: Grant,
+    slot_bytes: u32,
+    next_slot: (u32, u32),
+}
+
+impl Dama {
+    /// Builds the DAMA stage of the return direction (`p` = `return`). `burst_ns` is one burst's
+    /// duration; `slot_bytes` the payload of a burst at the terminal's initial MODCOD;
+    /// `two_way_delay_ns` the return + forward propagation delay at the start.
+    pub(crate) fn build(
+        c: &DamaConfig,
+        p: &str,
+        burst_ns: f64,
+        slot_bytes: u32,
+        two_way_delay_ns: u64,
+    ) -> Result<Self, ConfigError> {
+        let frame_ns = c.frame_duration_ms * 1e6;
+        let slot_ns = frame_ns / c.timeslots_per_frame as f64;
+        if burst_ns > slot_ns {
+            return Err(ConfigError::field(
+                format!("{p}.dama.timeslots_per_frame"),
+                format!(
+                    "{} slots of {:.1} us do not hold a burst of {:.1} us (burst_symbols / \
+                     symbol_rate_baud): at most {} slots fit a {} ms frame",
+                    c.timeslots_per_frame,
+                    slot_ns / 1e3,
+                    burst_ns / 1e3,
+                    (frame_ns / burst_ns).floor() as u64,
+                    c.frame_duration_ms
+                ),
+            ));
+        }
+        let sf_s = frame_ns * c.frames_per_superframe as f64 / 1e9;
+        let slot_bits = slot_bytes as f64 * 8.0;
+        let max_kbps =
+            slot_bits * (c.timeslots_per_frame * c.frames_per_superframe) as f64 / sf_s / 1e3;
+        if c.cra_kbps > max_kbps {
+            return Err(ConfigError::field(
+                format!("{p}.dama.cra_kbps"),
+                format!(
+                    "{} kbit/s does not fit the superframe: the terminal's {} slots per frame of \
+                     {slot_bytes} bytes carry at most {max_kbps:.1} kbit/s",
+                    c.cra_kbps, c.timeslots_per_frame
+                ),
+            ));
+        }
+        let sf_ns = frame_ns * c.frames_per_superframe as f64;
+        let request_delay_sf = match c.request_delay_superframes {
+            Some(d) => u64::from(d),
+            None => {
+                (two_way_delay_ns as f64 / sf_ns).ceil() as u64
+                    + u64::from(c.scheduling_delay_superframes)
+            }
+        }
+        .max(1);
+        Ok(Dama {
+            frame_ns,
+            slot_ns,
+            frames: c.frames_per_superframe,
+            slots_per_frame: c.timeslots_per_frame,
+            cra_bps: c.cra_kbps * 1e3,
+            rbdc_max_bps: c.rbdc_max_kbps * 1e3,
+            rbdc_timeout_sf: u64::from(c.rbdc_timeout_superframes),
+            vbdc_max_bytes: c.vbdc_max_bytes,
+            request_delay_sf,
+            free_capacity: c.free_capacity,
+            sf: None,
+            arrived_bytes: 0,
+            vbdc_pending_bytes: 0,
+            in_flight: VecDeque::new(),
+            last_rbdc_request_bps: 0.0,
+            last_vbdc_request_bytes: 0,
+            rbdc_bps: 0.0,
+            rbdc_expires_sf: 0,
+            vbdc_outstanding_bytes: 0,
+            cra_carry: 0.0,
+            rbdc_carry: 0.0,
+            grant: Grant::default(),
+            slot_bytes,
+            next_slot: (0, 0),
+        })
+    }
+
+    fn sf_ns(&self) -> f64 {
+        self.frame_ns * self.frames as f64
+    }
+
+    fn sf_start_ns(&self, sf: u64) -> u64 {
+        (sf as f64 * self.sf_ns()).round() as u64
+    }
+
+    /// Start of the next superframe (the next tick).
+    pub(crate) fn next_tick_ns(&self) -> u64 {
+        self.sf_start_ns(self.sf.map_or(0, |s| s + 1))
+    }
+
+    /// A packet of `len` bytes joined the terminal's queue.
+    pub(crate) fn arrived(&mut self, len: usize) {
+        self.arrived_bytes += len as u64;
+    }
+
+    /// The next superframe starts: the terminal sends its requests for a backlog of
+    /// `backlog_bytes`, the controller grants this superframe's slots of `slot_bytes` each.
+    pub(crate) fn tick(&mut self, backlog_bytes: u64, slot_bytes: u32) {
+        let sf = self.sf.map_or(0, |s| s + 1);
+        self.sf = Some(sf);
+        self.slot_bytes = slot_bytes;
+        self.send_requests(sf, backlog_bytes);
+        self.receive_requests(sf);
+        self.grant = self.allocate(sf);
+        self.next_slot = (0, 0);
+    }
+
+    fn send_requests(&mut self, sf: u64, backlog_bytes: u64) {
+        let sf_s = self.sf_ns() / 1e9;
+        let rtt_s = self.request_delay_sf as f64 * sf_s;
+        let in_rate = self.arrived_bytes as f64 * 8.0 / sf_s;
+        self.arrived_bytes = 0;
+        let rbdc = if self.rbdc_max_bps > 0.0 {
+            (in_rate + backlog_bytes as f64 * 8.0 / rtt_s - self.cra_bps)
+                .clamp(0.0, self.rbdc_max_bps)
+        } else {
+            0.0
+        };
+        let covered = ((self.cra_bps + rbdc) * rtt_s / 8.0) as u64 + self.vbdc_pending_bytes;
+        let vbdc = backlog_bytes
+            .saturating_sub(covered)
+            .min(self.vbdc_max_bytes);
+        self.vbdc_pending_bytes += vbdc;
+        self.last_rbdc_request_bps = rbdc;
+        self.last_vbdc_request_bytes = vbdc;
+        if rbdc > 0.0 || vbdc > 0 {
+            self.in_flight.push_back(Request {
+                effective_sf: sf + self.request_delay_sf,
+                rbdc_bps: (rbdc > 0.0).then_some(rbdc),
+                vbdc_bytes: vbdc,
+            });
+        }
+    }
+
+    fn receive_requests(&mut self, sf: u64) {
+        while let Some(r) = self.in_flight.front().filter(|r| r.effective_sf <= sf) {
+            if let Some(rate) = r.rbdc_bps {
+                self.rbdc_bps = rate;
+                self.rbdc_expires_sf = r.effective_sf + self.rbdc_timeout_sf;
+            }
+            self.vbdc_outstanding_bytes += r.vbdc_bytes;
+            self.in_flight.pop_front();
+        }
+        if sf >= self.rbdc_expires_sf {
+            self.rbdc_bps = 0.0;
+        }
+    }
+
+    fn allocate(&mut self, _sf: u64) -> Grant {
+        let capacity = self.slots_per_frame * self.frames;
+        let slot_bits = self.slot_bytes as f64 * 8.0;
+        let sf_s = self.sf_ns() / 1e9;
+        let take = |carry: &mut f64, rate_bps: f64, room: u32| -> u32 {
+            *carry += rate_bps * sf_s / slot_bits;
+            let n = (carry.floor() as u32).min(room);
+            *carry = (*carry - n as f64).min(1.0);
+            n
+        };
+        let cra = take(&mut self.cra_carry, self.cra_bps, capacity);
+        let rbdc = if self.rbdc_bps > 0.0 {
+            take(&mut self.rbdc_carry, self.rbdc_bps, capacity - cra)
+        } else {
+            self.rbdc_carry = 0.0;
+            0
+        };
+        let wanted = self
+            .vbdc_outstanding_bytes
+            .div_ceil(u64::from(self.slot_bytes));
+        let vbdc = wanted.min(u64::from(capacity - cra - rbdc)) as u32;
+        let volume =
+            (u64::from(vbdc) * u64::from(self.slot_bytes)).min(self.vbdc_outstanding_bytes);
+        self.vbdc_outstanding_bytes -= volume;
+        self.vbdc_pending_bytes = self.vbdc_pending_bytes.saturating_sub(volume);
+        let fca = if self.free_capacity {
+            capacity - cra - rbdc - vbdc
+        } else {
+            0
+        };
+        Grant {
+            cra,
+            rbdc,
+            vbdc,
+            fca,
+        }
+    }
+
+    /// Slots granted in frame `f` of the current superframe.
+    fn frame_slots(&self, f: u32) -> u32 {
+        let g = self.grant.total();
+        g / self.frames + u32::from(f < g % self.frames)
+    }
+
+    /// Takes the first unused granted slot starting at or after `t_ns` in the current
+    /// superframe; its start time, or `None` (wait for the next superframe's grant).
+    pub(crate) fn take_slot(&mut self, t_ns: u64) -> Option<u64> {
+        let sf = self.sf?;
+        let sf_start = sf as f64 * self.sf_ns();
+        let (f0, j0) = self.next_slot;
+        for f in f0..self.frames {
+            let frame_start = sf_start + f as f64 * self.frame_ns;
+            let first = if f == f0 { j0 } else { 0 };
+            let due = ((t_ns as f64 - frame_start) / self.slot_ns).ceil().max(0.0) as u64;
+            let j = u64::from(first).max(due);
+            if j < u64::from(self.frame_slots(f)) {
+                let j = j as u32;
+                self.next_slot = (f, j + 1);
+                // Never before t_ns (rounding of a slot that starts exactly at t_ns).
+                return Some(((frame_start + j as f64 * self.slot_ns).round() as u64).max(t_ns));
+            }
+        }
+        self.next_slot = (self.frames, 0);
+        None
+    }
+
+    /// This superframe's requests and grant (status / telemetry).
+    pub(crate) fn status(&self) -> DamaStatus {
+        let sf_s = self.sf_ns() / 1e9;
+        let kbps = |slots: u32| slots as f64 * self.slot_bytes as f64 * 8.0 / sf_s / 1e3;
+        DamaStatus {
+            superframe: self.sf.unwrap_or(0),
+            request_delay_superframes: self.request_delay_sf,
+            slot_bytes: self.slot_bytes,
+            requested_rbdc_kbps: self.last_rbdc_request_bps / 1e3,
+            requested_vbdc_bytes: self.last_vbdc_request_bytes,
+            granted_slots: self.grant.total(),
+            granted_kbps: kbps(self.grant.total()),
+            cra_kbps: kbps(self.grant.cra),
+            rbdc_kbps: kbps(self.grant.rbdc),
+            vbdc_kbps: kbps(self.grant.vbdc),
+            fca_kbps: kbps(self.grant.fca),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn grant(&self) -> Grant {
+        self.grant
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 10 slots per 10 ms frame of 100 bytes: 80 kbit/s per slot-per-frame, 800 kbit/s in all.
+    fn cfg() -> DamaConfig {
+        DamaConfig {
+            carriers: 1,
+            timeslots_per_frame: 10,
+            frame_duration_ms: 10.0,
+            frames_per_superframe: 1,
+            cra_kbps: 0.0,
+            rbdc_max_kbps: 0.0,
+            rbdc_timeout_superframes: 5,
+            vbdc_max_bytes: 0,
+            request_delay_superframes: Some(4),
+            scheduling_delay_superframes: 1,
+            free_capacity: false,
+        }
+    }
+
+    fn build(c: &DamaConfig) -> Dama {
+        Dama::build(c, "return", 500_000.0, 100, 500_000_000).unwrap()
+    }
+
+    /// Runs `n` superframes with a constant backlog; the slots granted in each.
+    fn run(d: &mut Dama, n: usize, backlog: u64) -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                d.tick(backlog, 100);
+                d.grant().total()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cra_only_grants_exactly_cra() {
+        // 200 kbit/s = 2.5 slots of 800 bits per 10 ms: 2 and 3 alternately, whatever the backlog.
+        let mut d = build(&DamaConfig {
+            cra_kbps: 200.0,
+            ..cfg()
+        });
+        let slots = run(&mut d, 1000, 1_000_000);
+        let bits: u64 = slots.iter().map(|&s| u64::from(s) * 800).sum();
+        assert_eq!(
+            bits,
+            200_000 * 10,
+            "1000 superframes of 10 ms = 10 s at CRA"
+        );
+        assert!(slots.iter().all(|&s| s == 2 || s == 3), "{slots:?}");
+        assert_eq!(d.grant().rbdc + d.grant().vbdc + d.grant().fca, 0);
+    }
+
+    #[test]
+    fn rbdc_ramps_after_the_request_delay_and_lapses_after_the_timeout() {
+        let mut d = build(&DamaConfig {
+            rbdc_max_kbps: 400.0,
+            ..cfg()
+        });
+        // Backlog from superframe 0: the request sent at 0 is effective at 4.
+        let busy = run(&mut d, 8, 1_000_000);
+        assert_eq!(busy, [0, 0, 0, 0, 5, 5, 5, 5], "400 kbit/s = 5 slots");
+        // The queue empties at superframe 8: no more requests; the last one (sent at 7, effective
+        // at 11) holds until 11 + 5 = 16.
+        let idle = run(&mut d, 10, 0);
+        assert_eq!(idle, [5, 5, 5, 5, 5, 5, 5, 5, 0, 0]);
+        assert_eq!(d.status().requested_rbdc_kbps, 0.0);
+    }
+
+    #[test]
+    fn rbdc_request_is_capped_at_its_maximum() {
+        let mut d = build(&DamaConfig {
+            rbdc_max_kbps: 10_000.0,
+            ..cfg()
+        });
+        let slots = run(&mut d, 6, 10_000_000);
+        assert_eq!(slots[5], 10, "at most the terminal's 10 slots per frame");
+        assert_eq!(d.status().requested_rbdc_kbps, 10_000.0);
+    }
+
+    #[test]
+    fn vbdc_drains_the_requested_volume() {
+        let mut d = build(&DamaConfig {
+            vbdc_max_bytes: 100_000,
+            ..cfg()
+        });
+        // 2500 bytes waiting once: one request of 2500 bytes, granted as 25 slots from
+        // superframe 4 on (10 per superframe), then nothing.
+        d.tick(2500, 100);
+        let mut slots = vec![d.grant().total()];
+        // The terminal's queue keeps its 2500 bytes until it sends: no second request.
+        slots.extend(run(&mut d, 3, 2500));
+        slots.extend(run(&mut d, 5, 0));
+        assert_eq!(slots, [0, 0, 0, 0, 10, 10, 5, 0, 0]);
+    }
+
+    #[test]
+    fn free_capacity_fills_the_frame_only_when_on() {
+        let on = run(
+            &mut build(&DamaConfig {
+                cra_kbps: 80.0,
+                free_capacity: true,
+                ..cfg()
+            }),
+            3,
+            0,
+        );
+        assert_eq!(on, [10, 10, 10]);
+        let off = run(
+            &mut build(&DamaConfig {
+                cra_kbps: 80.0,
+                ..cfg()
+            }),
+            3,
+            0,
+        );
+        assert_eq!(off, [1, 1, 1]);
+    }
+
+    #[test]
+    fn slots_are_spread_over_the_frames_and_used_once() {
+        let mut d = build(&DamaConfig {
+            frames_per_superframe: 2,
+            cra_kbps: 120.0, // 120 kbit/s x 20 ms = 2400 bits = 3 slots
+            ..cfg()
+        });
+        d.tick(0, 100);
+        assert_eq!(d.grant().total(), 3);
+        // Frame 0: slots 0 and 1 (at 0 and 1 ms); frame 1: slot 0 (at 10 ms).
+        assert_eq!(d.take_slot(0), Some(0));
+        assert_eq!(d.take_slot(0), Some(1_000_000));
+        assert_eq!(d.take_slot(500_000), Some(10_000_000));
+        assert_eq!(d.take_slot(0), None);
+        // A slot that has begun is not usable.
+        d.tick(0, 100);
+        assert_eq!(d.take_slot(20_000_001), Some(21_000_000));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = Dama::build(
+            &DamaConfig {
+                cra_kbps: 900.0,
+                ..cfg()
+            },
+            "return",
+            500_000.0,
+            100,
+            0,
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("return.dama.cra_kbps: 900 kbit/s does not fit"));
+        let e = Dama::build(&cfg(), "return", 1_500_000.0, 100, 0).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("return.dama.timeslots_per_frame:"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn default_request_delay_is_the_two_way_delay_plus_scheduling() {
+        let d = Dama::build(
+            &DamaConfig {
+                request_delay_superframes: None,
+                ..cfg()
+            },
+            "return",
+            500_000.0,
+            100,
+            505_000_000,
+        )
+        .unwrap();
+        assert_eq!(d.request_delay_sf, 51 + 1);
+    }
+}

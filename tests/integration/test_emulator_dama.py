@@ -1,0 +1,127 @@
+"""DAMA on the return link (`return.dama`, emulator/CONFIG.md) with real traffic between real
+namespaces (issue 20, "Done when": the DAMA ramp of an upload from an idle terminal; CRA-only and
+RBDC-only behave as configured).
+
+Topology and base link: conftest / emuconfig (250 ms each way). The return link here: RCS2 at
+4 Msym/s, CCM QPSK 5/6 (107-byte slots of 536 symbols), DAMA with OpenSAND's 26.5 ms frame, one
+frame per superframe, 180 slots per frame: the request round trip is ceil(500 / 26.5) + 1 = 20
+superframes = 530 ms. A 1514-byte frame fills 1570 bytes of slots (GSE fragment headers), so the
+Ethernet rate is 1514 / 1570 = 0.964 x the grant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from emuconfig import EmulatorFactory
+from linkcalc import ETH_HEADER, UDP_IP_HEADERS
+from netns import Topology
+from traffic import UdpReceiver, send_udp, tcp_transfer, udp_receiver
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+UDP_PAYLOAD = 1472  # 1514-byte Ethernet frames
+L2_PER_GRANT = 1514 / 1570
+SUPERFRAME_S = 0.0265
+REQUEST_DELAY_S = 20 * SUPERFRAME_S
+ONE_WAY_S = 0.250
+
+
+def dama_return(**dama: Any) -> dict[str, Any]:
+    return {
+        "return": {
+            "delay_ms": 250.0,
+            "acm": {"mode": "ccm", "modcod": 7},
+            "queue": {"limit_packets": 3000, "limit_bytes": 5_000_000},
+            "dama": dama,
+        }
+    }
+
+
+def upload(topo: Topology, rate_bps: float, seconds: float) -> UdpReceiver:
+    """UDP from the terminal's host to the gateway's host at rate_bps for `seconds`, into a
+    receiver that has seen every packet arrive (or 1.5 s of silence)."""
+    count = int(rate_bps * seconds / ((UDP_PAYLOAD + UDP_IP_HEADERS) * 8))
+    with udp_receiver(topo, topo.gw) as rx:
+        send_udp(topo, topo.st, topo.gw_ip, 5001, count, UDP_PAYLOAD, rate_bps)
+        rx.wait_idle(idle_s=1.5, timeout=30)
+    assert rx.arrivals, "nothing crossed the return link"
+    return rx
+
+
+def l2_rate(rx: UdpReceiver, t0: float, t1: float) -> float:
+    return rx.rate_bps(t0, t1, UDP_IP_HEADERS + ETH_HEADER)
+
+
+def ramp_s(rx: UdpReceiver) -> float:
+    """From the first packet's send time to the first arrival of the granted-rate phase: the
+    first of five arrivals in a row closer than 20 ms to the one before (CRA alone spaces them
+    47 ms apart)."""
+    a = rx.arrivals
+    sent0 = a[0].sent_ns / 1e9
+    for i in range(1, len(a) - 5):
+        if all(a[j].t - a[j - 1].t < 0.020 for j in range(i, i + 5)):
+            return a[i].t - sent0
+    raise AssertionError("no granted-rate phase")
+
+
+def test_upload_from_an_idle_terminal_shows_the_dama_ramp(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """CRA 256 kbit/s + RBDC up to 2048 kbit/s, 3 Mbit/s offered for 2.5 s: the first packets
+    arrive at CRA; the RBDC grant starts after the request round trip (the next superframe start
+    + 530 ms, arriving 250 ms later); then CRA + RBDC = 2304 kbit/s of slots."""
+    emulator(**dama_return(cra_kbps=256, rbdc_max_kbps=2048))
+    rx = upload(topo, 3e6, 2.5)
+    t_first = rx.arrivals[0].t
+    ramp = ramp_s(rx)
+    cra_phase = l2_rate(rx, t_first, t_first + 0.5)
+    granted = l2_rate(rx, t_first + 0.9, t_first + 2.9)
+    modelled = REQUEST_DELAY_S + ONE_WAY_S
+    print(
+        f"DAMA ramp: granted phase {ramp * 1e3:.1f} ms after the first send (modelled "
+        f"{modelled * 1e3:.1f} + up to {SUPERFRAME_S * 1e3:.1f} ms to the next superframe); "
+        f"CRA phase {cra_phase / 1e3:.1f} kbit/s, granted phase {granted / 1e3:.1f} kbit/s"
+    )
+    assert modelled - 0.005 <= ramp <= modelled + SUPERFRAME_S + 0.050
+    assert cra_phase == pytest.approx(256e3 * L2_PER_GRANT, rel=0.12)
+    assert granted == pytest.approx(2304e3 * L2_PER_GRANT, rel=0.05)
+
+
+def test_cra_only_carries_the_cra(topo: Topology, emulator: EmulatorFactory) -> None:
+    """CRA 512 kbit/s, no RBDC: the offered 1.5 Mbit/s leaves at the CRA from the first packet."""
+    emulator(**dama_return(cra_kbps=512, rbdc_max_kbps=0))
+    rx = upload(topo, 1.5e6, 2.0)
+    t_first = rx.arrivals[0].t
+    rate = l2_rate(rx, t_first, t_first + 2.5)
+    print(f"CRA only: {rate / 1e3:.1f} kbit/s of Ethernet frames")
+    assert rate == pytest.approx(512e3 * L2_PER_GRANT, rel=0.05)
+
+
+def test_rbdc_only_waits_one_request_round_trip(topo: Topology, emulator: EmulatorFactory) -> None:
+    """No CRA, RBDC up to 1024 kbit/s: nothing arrives before the first grant's round trip, then
+    the RBDC maximum."""
+    emulator(**dama_return(cra_kbps=0, rbdc_max_kbps=1024))
+    rx = upload(topo, 2e6, 2.0)
+    first_s = rx.arrivals[0].t - rx.arrivals[0].sent_ns / 1e9
+    t_first = rx.arrivals[0].t
+    rate = l2_rate(rx, t_first, t_first + 3.0)
+    print(
+        f"RBDC only: first arrival {first_s * 1e3:.1f} ms after its send, {rate / 1e3:.1f} kbit/s"
+    )
+    modelled = REQUEST_DELAY_S + ONE_WAY_S
+    assert modelled - 0.005 <= first_s <= modelled + SUPERFRAME_S + 0.050
+    assert rate == pytest.approx(1024e3 * L2_PER_GRANT, rel=0.05)
+
+
+def test_tcp_upload_over_dama_completes(topo: Topology, emulator: EmulatorFactory) -> None:
+    """A 600 kB TCP upload (Linux CUBIC) over CRA 256 + RBDC 2048 kbit/s arrives byte-exact, no
+    faster than the granted rate allows."""
+    emulator(**dama_return(cra_kbps=256, rbdc_max_kbps=2048))
+    res = tcp_transfer(topo, topo.st, topo.gw, topo.gw_ip, 600_000)
+    print(f"TCP upload over DAMA: {res.received} bytes in {res.seconds:.2f} s")
+    assert res.received == res.sent == 600_000
+    assert res.received_sha256 == res.sent_sha256
+    # 600 kB at the 2.2 Mbit/s ceiling alone takes 2.2 s.
+    assert 2.2 < res.seconds < 30
