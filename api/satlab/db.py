@@ -22,14 +22,17 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-# FastAPI runs the (synchronous) routes in a pool of 40 threads per process; a connection pool
-# smaller than that made requests wait 30 s for a connection and fail under 100 concurrent clients
-# (make bench-api). 10 kept + 30 on demand matches the threads; two API processes then stay within
-# PostgreSQL's default max_connections of 100 with room for workers.
+# FastAPI runs the (synchronous) routes, and each request's dependencies (the token lookup), in a
+# pool of 40 threads per process. The connection pool may not be smaller than that: a request
+# holding a connection between its dependency and its route, while every thread waits for a
+# connection, deadlocked until the 30 s pool timeout (make bench-api with 20). Of those 40, 20 are
+# kept once opened: with 10 kept, a connection given back while 10 were idle was closed, so under
+# load most requests opened a new one (a new PostgreSQL backend each). Two API processes stay
+# within PostgreSQL's default max_connections of 100 with room for workers.
 @lru_cache
 def get_engine() -> Engine:
     return create_engine(
-        get_settings().database_url, pool_pre_ping=True, pool_size=10, max_overflow=30
+        get_settings().database_url, pool_pre_ping=True, pool_size=20, max_overflow=20
     )
 
 

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     # Any request body, counted while it is read and before authentication (app.py BodyLimit);
     # uploads pass through it too, so it must stay above max_upload_bytes.
     max_request_bytes: int = 5 << 20
+    # Finished runs' results and experiments' comparisons kept serialized, per API process
+    # (service/doccache.py).
+    doc_cache_bytes: int = 64 << 20
 
     # Auth: default per-token rate limit (requests per minute, token bucket, per API process).
     rate_limit_per_min: int = 600

@@ -15,6 +15,13 @@ of the client's address (`auth_failures_per_min`, default 120); while it is empt
 from that address, with a valid token or not, gets 429 with Retry-After before its token is
 looked up. Behind a reverse proxy the address is the one uvicorn takes from X-Forwarded-For
 (`--forwarded-allow-ips`).
+
+Token cache: a valid token's row is kept in the API process for TOKEN_CACHE_TTL_S (5 s), so a
+burst of requests costs one lookup instead of one each (the lookup was a query per request).
+A revocation through this process (revoke_token) drops the entry at once; one made elsewhere
+(another API process, `satlab token revoke`) is honoured within TOKEN_CACHE_TTL_S. Expiry is
+checked on every request. Unknown tokens are never cached, so the cache holds at most as many
+entries as there are valid tokens in use (bounded by TOKEN_CACHE_MAX besides).
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from satlab.settings import get_settings
 TOKEN_PREFIX = "sl_"
 LAST_USED_WRITE_PERIOD_S = 60.0
 MAX_BUCKETS = 10_000  # above this many, buckets idle for a minute (so full) are dropped
+TOKEN_CACHE_TTL_S = 5.0  # a revocation made in another process takes effect within this
+TOKEN_CACHE_MAX = 1_000  # entries; when full, the cache is emptied (valid tokens are few)
 
 
 def hash_token(token: str) -> str:
@@ -101,7 +110,58 @@ def revoke_token(session: Session, token_id: int) -> ApiToken:
         raise NotFound(f"token {token_id} does not exist")
     if row.revoked_at is None:
         row.revoked_at = datetime.now(UTC)
+    tokens.forget(row.token_hash)
     return row
+
+
+@dataclass(frozen=True)
+class _Valid:
+    """What authentication needs of a token row (the row itself belongs to its session)."""
+
+    id: int
+    name: str
+    role: str
+    scope: tuple[str, ...] | None
+    rate_limit_per_min: int | None
+    expires_at: datetime | None
+
+
+class TokenCache:
+    """token hash -> (_Valid, monotonic time it was read); entries older than ttl_s are read
+    again from the database."""
+
+    def __init__(self, ttl_s: float, max_entries: int) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[_Valid, float]] = {}
+
+    def get(self, token_hash: str) -> _Valid | None:
+        with self._lock:
+            hit = self._entries.get(token_hash)
+        if hit is None or time.monotonic() - hit[1] >= self.ttl_s:
+            return None
+        return hit[0]
+
+    def put(self, token_hash: str, valid: _Valid) -> None:
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[token_hash] = (valid, time.monotonic())
+
+    def forget(self, token_hash: str) -> None:
+        with self._lock:
+            self._entries.pop(token_hash, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+tokens = TokenCache(TOKEN_CACHE_TTL_S, TOKEN_CACHE_MAX)
 
 
 class TokenBuckets:
@@ -163,20 +223,31 @@ def _refuse_failing_client(client: str) -> None:
         )
 
 
-def _valid_token(session: Session, authorization: str | None) -> ApiToken:
+def _valid_token(session: Session, authorization: str | None) -> _Valid:
     if not authorization or not authorization.lower().startswith("bearer "):
         raise Unauthorized(
             "an API token is required: Authorization: Bearer <token>",
             {"WWW-Authenticate": "Bearer"},
         )
-    token = authorization[7:].strip()
-    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
-    now = datetime.now(UTC)
-    if row is None or row.revoked_at is not None or (row.expires_at and row.expires_at <= now):
+    digest = hash_token(authorization[7:].strip())
+    valid = tokens.get(digest)
+    if valid is None:
+        row = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+        if row is not None and row.revoked_at is None:
+            valid = _Valid(
+                row.id,
+                row.name,
+                row.role,
+                tuple(row.scope) if row.scope is not None else None,
+                row.rate_limit_per_min,
+                row.expires_at,
+            )
+            tokens.put(digest, valid)
+    if valid is None or (valid.expires_at and valid.expires_at <= datetime.now(UTC)):
         raise Unauthorized(
             "the token is unknown, revoked or expired", {"WWW-Authenticate": "Bearer"}
         )
-    return row
+    return valid
 
 
 def authenticate(
@@ -204,9 +275,7 @@ def authenticate(
         _last_used_written[row.id] = mono
         session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
         session.commit()
-    return Principal(
-        row.id, row.name, row.role, tuple(row.scope) if row.scope is not None else None, per_min
-    )
+    return Principal(row.id, row.name, row.role, row.scope, per_min)
 
 
 def require(role: str) -> Any:

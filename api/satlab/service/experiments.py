@@ -12,6 +12,7 @@ repetitions) becomes runs, each queued as one job.
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -19,10 +20,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer, load_only
 
 from satlab.scenario import Sweep, drop_stale_claims, expand_runs
-from satlab.service import events, limits, links, queue, scenarios
+from satlab.service import doccache, events, limits, links, queue, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, NotFound
 from satlab.service.models import Experiment, Run, ScenarioRevision
@@ -217,6 +218,26 @@ def get(session: Session, who: Principal, experiment_id: int) -> Experiment:
     return exp
 
 
+def get_head(session: Session, who: Principal, experiment_id: int) -> Experiment:
+    """Like get, loading only the columns a cached document's key and the comparison's default
+    baseline need (not the scenario spec)."""
+    exp = session.get(
+        Experiment,
+        experiment_id,
+        options=[
+            load_only(
+                Experiment.scenario_name,
+                Experiment.state,
+                Experiment.finished_at,
+                Experiment.matrix,
+            )
+        ],
+    )
+    if exp is None or not who.may_use(exp.scenario_name):
+        raise NotFound(f"experiment {experiment_id} does not exist")
+    return exp
+
+
 def list_experiments(
     session: Session,
     who: Principal,
@@ -238,7 +259,9 @@ def list_experiments(
         names = [n for n in _scenario_names(session) if who.may_use(n)]
         q = q.where(Experiment.scenario_name.in_(names))
     total = session.scalar(select(func.count()).select_from(q.subquery())) or 0
-    rows = session.scalars(q.order_by(Experiment.id.desc()).limit(limit).offset(offset)).all()
+    # A page shows no scenario spec, the largest column of an experiment: not read at all.
+    page = q.options(defer(Experiment.scenario_spec)).order_by(Experiment.id.desc())
+    rows = session.scalars(page.limit(limit).offset(offset)).all()
     return list(rows), total
 
 
@@ -256,6 +279,30 @@ def counts(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, i
         ):
             out[eid][state] = n
     return out
+
+
+def page_counts(session: Session, exps: list[Experiment]) -> dict[int, dict[str, int]]:
+    """counts for a page of experiments. A finished experiment's are fixed until a retry makes it
+    run again (a new state, then a new finished_at), so they are kept in doccache under those:
+    counting runs by state cost a scan of the runs table per page (most of a list request)."""
+    out: dict[int, dict[str, int]] = {}
+    missing = []
+    for e in exps:
+        hit = doccache.documents.get(_counts_key(e)) if e.state in TERMINAL else None
+        if hit is None:
+            missing.append(e)
+        else:
+            out[e.id] = json.loads(hit)
+    fresh = counts(session, [e.id for e in missing])
+    for e in missing:
+        out[e.id] = fresh[e.id]
+        if e.state in TERMINAL:
+            doccache.documents.put(_counts_key(e), json.dumps(fresh[e.id]).encode())
+    return out
+
+
+def _counts_key(e: Experiment) -> tuple[str, int, str, datetime | None]:
+    return ("counts", e.id, e.state, e.finished_at)
 
 
 def refresh_state(session: Session, experiment_id: int) -> str:

@@ -229,10 +229,14 @@ def _key(v: Any) -> str:
 def aggregate(session: Session, exp: Experiment) -> list[dict[str, Any]]:
     """Per configuration and sweep value (matrix order): runs, successful runs, and each
     headline metric as mean with a 95% interval over the repetitions."""
-    runs = session.scalars(select(Run).where(Run.experiment_id == exp.id).order_by(Run.index)).all()
+    # Only the columns it needs: whole rows (each run's spec) cost most of a comparison's time.
+    runs = session.execute(
+        select(Run.configuration, Run.sweep_value, Run.state, Run.summary)
+        .where(Run.experiment_id == exp.id)
+        .order_by(Run.index)
+    ).all()
     return aggregate_rows(
-        (r.configuration, r.sweep_value, r.summary if r.state == "succeeded" else None)
-        for r in runs
+        (cfg, sv, summary if state == "succeeded" else None) for cfg, sv, state, summary in runs
     )
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from satlab.service import events, experiments, live_metrics, queue, results
+from satlab.service import doccache, events, experiments, live_metrics, queue, results
 from satlab.service.auth import Principal
 from satlab.service.errors import NotFound
 from satlab.service.models import Experiment, Result, Run, Worker
@@ -50,21 +50,30 @@ def get_visible(session: Session, who: Principal, run_id: int) -> Run:
     return run
 
 
-def result_json(session: Session, who: Principal, run_id: int) -> str:
-    """A run's result document as the JSON text PostgreSQL stores, in one query: the API hands it
-    on as it is (parsing the JSONB and serializing it again cost most of a request's time)."""
+def result_json(session: Session, who: Principal, run_id: int) -> bytes:
+    """A run's result document as the JSON text PostgreSQL stores: the API hands it on as it is
+    (parsing the JSONB and serializing it again cost most of a request's time). A finished run's
+    document is fixed until a retry starts its next attempt, so it is kept in doccache under
+    (run id, attempt) and the database is asked only who may see it."""
     row = session.execute(
-        select(Experiment.scenario_name, text("results.document::text"))
-        .select_from(Run)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .outerjoin(Result, Result.run_id == Run.id)
+        select(Experiment.scenario_name, Run.state, Run.attempt)
+        .join(Run, Experiment.id == Run.experiment_id)
         .where(Run.id == run_id)
     ).first()
     if row is None or not who.may_use(row[0]):
         raise NotFound(f"run {run_id} does not exist")
-    if row[1] is None:
-        raise NotFound(f"run {run_id} has no result (yet)")
-    return str(row[1])
+    key = ("result", run_id, row[2]) if row[1] in experiments.TERMINAL else None
+    doc = doccache.documents.get(key) if key else None
+    if doc is None:
+        text_ = session.scalar(
+            select(text("document::text")).select_from(Result).where(Result.run_id == run_id)
+        )
+        if text_ is None:
+            raise NotFound(f"run {run_id} has no result (yet)")
+        doc = str(text_).encode()
+        if key:
+            doccache.documents.put(key, doc)
+    return doc
 
 
 def list_runs(
