@@ -23,6 +23,7 @@ from satlab.service import janitor as janitors
 from satlab.service.errors import ServiceError
 from satlab.service.routes import (
     admin,
+    boxes,
     experiments,
     linktools,
     opensand,
@@ -178,7 +179,7 @@ def create_app() -> FastAPI:
             {"status": "ok", "database": "ok", "postgres": pg, "version": __version__}
         )
 
-    for module in (scenarios, experiments, runs, reproductions, linktools, opensand, admin):
+    for module in (scenarios, experiments, runs, reproductions, linktools, opensand, admin, boxes):
         app.include_router(module.router)
 
     def openapi() -> dict[str, object]:

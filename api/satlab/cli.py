@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from satlab import remote_cli, toolkit_cli
+from satlab.agent import tlsca
 from satlab.expectations import point_label
 from satlab.opensand import cli as opensand_cli
 from satlab.opensand.backend import BackendUnavailable, require_backend
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     remote_cli.add_parsers(sub)  # submit .. report, token, migrate, library, worker
     reproduce.add_parser(sub)
     phy_command.add_parser(sub)  # phy calibrate (DVB-S2 waveform PER tables)
+    tlsca.add_parser(sub)  # ca init / ca issue (hardware testbed's mutual TLS)
     opensand_cli.add_import_parser(sub)
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["export", "opensand"]:  # `satlab export ID` is the service's export
@@ -213,6 +215,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.cmd == "import":
         sys.exit(opensand_cli.cmd_import(args))
+    if args.cmd == "ca":
+        sys.exit(tlsca.main(args))
     if args.cmd == "phy":
         sys.exit(phy_command.main(args))
     if args.cmd == "reproduce":

@@ -42,7 +42,8 @@ link:
 hosts:
   # route metrics, set by each box's agent on its default route as on namespaces (far above this
   # link's BDP: they change nothing here but must be accepted and applied)
-  settings: {window_clamp_bytes: 4000000, initial_cwnd_packets: 10}
+  # sack off: the withholding receiver's dupACKs must not carry SACK blocks
+  settings: {window_clamp_bytes: 4000000, initial_cwnd_packets: 10, sack: false}
 traffic:
   - kind: bulk_tcp
     direction: download
@@ -50,8 +51,9 @@ traffic:
 configurations:
   - name: cubic
     transport: {congestion_control: cubic}
-  - name: reno
+  - name: reno-withhold  # satlab-withhold (NFQUEUE) in the cli1 box, the flow's receiver
     transport: {congestion_control: reno}
+    receiver: {withhold: {}}
   - name: cubic-gateway  # the edge gateway spliced into the gw and st boxes by their agents
     transport: {congestion_control: cubic}
     gateway: {aqm: {kind: red}, ceten: true}
@@ -59,7 +61,7 @@ configurations:
     transport: {congestion_control: cubic}
     pep: {edges: both}
 """
-CONFIGURATIONS = ("cubic", "reno", "cubic-gateway", "cubic-pep")
+CONFIGURATIONS = ("cubic", "reno-withhold", "cubic-gateway", "cubic-pep")
 # 2 Msym/s carries at most about 2e6 x 4.5 bit (32APSK 9/10) = 9 Mbit/s; over a 500 ms RTT in 8 s
 # a bulk TCP flow gets well under that but far more than nothing.
 GOODPUT_MIN_BPS, GOODPUT_MAX_BPS = 50e3, 9.5e6
@@ -169,6 +171,10 @@ def check(api: Api, timeout_s: float) -> None:
             accepted = {e: c.get("accepted") for e, c in counters.items()}
             if set(accepted) != {"gw", "st"} or not all(accepted.values()):
                 raise Fail(f"run {r['id']}: the PEPs relayed no connection: {accepted}")
+        if r["configuration"] == "reno-withhold":
+            counters = (doc.get("receivers") or {}).get("cli1")
+            if not counters:
+                raise Fail(f"run {r['id']}: no withholding receiver counters from cli1: {counters}")
         cwnd = [n for n in series if n.startswith("tcp.") and n.endswith(".cwnd")]
         if not cwnd:
             raise Fail(f"run {r['id']}: no TCP_INFO samples (series: {sorted(series)[:10]})")

@@ -2,9 +2,10 @@
 # The Docker Compose smoke test (a stage of `make test`): builds the images, brings the whole
 # deployment up under a project name of its own, waits until every container is healthy, submits a
 # small experiment through the reverse proxy over REST with a token (check_experiment.py), waits
-# for its runs and checks their results, then takes everything down. On success or failure it
-# leaves no container, network or volume of its project behind (and says so); images stay, as the
-# build cache of the next run.
+# for its runs and checks their results, runs the backend parity test (parity.py: the same
+# scenario, with an eBPF scheme, on namespaces and on the boxes), then takes everything down. On
+# success or failure it leaves no container, network or volume of its project behind (and says
+# so); images stay, as the build cache of the next run.
 #
 #   tests/compose/smoke.sh          (root; dockerd running: scripts/setup.sh starts it)
 # Settings: COMPOSE (docker-compose), DOCKER (/usr/bin/docker), SATLAB_EXTRA_CA (default: the
@@ -52,6 +53,7 @@ teardown() {
     dc logs --tail 30 --no-color 2>&1 | tail -150
   fi
   dc --profile netns --profile opensand down -v --remove-orphans --timeout 5 >/dev/null 2>&1
+  [ -z "${ns_results:-}" ] || rm -rf "$ns_results"
   local left
   left=$(leftovers)
   if [ "$left" -ne 0 ]; then
@@ -110,3 +112,17 @@ curl -fsS "$URL/" | grep -qi '<div id="root"' || { echo "    the proxy does not 
 t0=$SECONDS
 python3 "$ROOT/tests/compose/check_experiment.py" "$URL" "$TOKEN"
 say "experiment through the proxy: results checked ($((SECONDS - t0)) s)"
+
+# Backend parity (tests/compose/parity.py): a gateway scheme with an eBPF scheme (BETEN), and a
+# PEP, repeated, on a namespace testbed of this machine, then on the boxes through the proxy; the
+# two agree within their confidence intervals. One after the other: they share the CPU.
+PARITY="$ROOT/tests/compose/parity.yaml"
+ns_results="$(mktemp -d)"  # removed by teardown
+t0=$SECONDS
+# (satlab's modules read the service settings when imported: the test database's URL will do)
+DATABASE_URL="${DATABASE_URL:-$("$ROOT/scripts/pg.sh" url)}" \
+  "$ROOT/.venv/bin/satlab" run "$PARITY" -o "$ns_results" >/dev/null
+say "parity: namespace runs ($((SECONDS - t0)) s)"
+t0=$SECONDS
+python3 "$ROOT/tests/compose/parity.py" "$URL" "$TOKEN" "$PARITY" "$ns_results"
+say "parity: container runs, compared ($((SECONDS - t0)) s)"

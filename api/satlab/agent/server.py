@@ -1,6 +1,8 @@
-"""The host agent's server: `python -m satlab.agent.server --socket PATH --name ROLE`.
+"""The host agent's server: `python -m satlab.agent.server --socket PATH --name ROLE`, or on a
+physical box `--listen ADDRESS:PORT --cert NAME.crt --key NAME.key --ca ca.crt --name NAME`
+(mutual TLS, satlab.agent.tlshttp; both listeners may serve one agent).
 
-Endpoints (JSON over HTTP/1.1 on a Unix socket):
+Endpoints (JSON over HTTP/1.1 on a Unix socket, or TLS over TCP):
   GET  /health                      who and where the agent is
   POST /sysctl      {name: value}   write sysctls of this host's network namespace
   POST /offloads    {interfaces}    switch off TSO/GSO/GRO and tx checksum offload (ethtool -K)
@@ -12,10 +14,11 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
-                                    endhosts/build/sl-scheme), Yang's receiver (kind=withhold:
-                                    satlab-withhold), or a pcap (kind=capture, args [iface,
-                                    file, snaplen, count]); with `cgroup`, in that cgroup (a
-                                    scheme's sockops acts there)
+                                    endhosts/build/sl-scheme; the agent makes its pin directory
+                                    and cgroup, removed when it ends), Yang's receiver
+                                    (kind=withhold: satlab-withhold), or a pcap (kind=capture,
+                                    args [iface, file, snaplen, count]); with `cgroup`, in that
+                                    cgroup (a scheme's sockops acts there)
   GET  /processes/ID                state, exit code, JSON result (last stdout line), stderr tail
   DELETE /processes/ID              stop it (SIGTERM, then SIGKILL after 3 s)
   DELETE /processes                 stop every process and the sampling, forget them: a box that
@@ -24,6 +27,7 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket):
   GET  /sampling                    the samples so far
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
+  GET  /addresses                   IPv4 addresses by interface (a hardware box's data address)
 Only these programs run: the project's traffic generator, emulator, gateway, PEP, scheme loader
 and withholding receiver, tcpdump, ethtool and fixed `ip` steps, so an agent on a physical host
 is no remote shell.
@@ -36,16 +40,18 @@ import contextlib
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
+from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
-from satlab.agent import tcpinfo
+from satlab.agent import tcpinfo, tlshttp
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.schemes import LOADER_BIN
 from satlab.testbed.emulator import EMULATOR_BIN, EMULATOR_CONTROL_LISTEN
@@ -53,7 +59,7 @@ from satlab.testbed.gateway import GATEWAY_BIN
 from satlab.testbed.gateway import HTTP_LISTEN as GATEWAY_HTTP_LISTEN
 from satlab.testbed.pep import HTTP_LISTEN as PEP_HTTP_LISTEN
 from satlab.testbed.pep import PEP_BIN
-from satlab.testbed.schemes import CGROUP_ROOT
+from satlab.testbed.schemes import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
 from satlab.testbed.withhold import WITHHOLD_BIN
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
@@ -77,6 +83,7 @@ class Managed:
         # In the agent's process group (the testbed starts every agent as a group leader), so a
         # killed agent's programs are found and ended with it (testbed.kill_agent_group).
         self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.err)
+        self.leftovers: list[Path] = []  # what the box holds for it once it ends (scheme_dirs)
 
     def describe(self) -> dict[str, Any]:
         rc = self.proc.poll()
@@ -110,6 +117,38 @@ class Managed:
     def close(self) -> None:
         self.out.close()
         self.err.close()
+
+    def remove_leftovers(self) -> None:
+        """Its scheme's pins and traffic cgroup, once nothing of the run uses them (a cgroup
+        still holding processes stays, for testbed.remove_pins or the next reset)."""
+        for d in self.leftovers:
+            if d.is_relative_to(PIN_ROOT):
+                shutil.rmtree(d, ignore_errors=True)  # unlinked pins: maps go with their last user
+            else:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+
+
+def scheme_dirs(args: list[str]) -> tuple[list[Path], str | None]:
+    """Makes in this box what a scheme loader's --pin-dir and --cgroup need: the BPF filesystem
+    and PIN_ROOT, the host's traffic cgroup. Done by the box's agent, not the orchestrator, so a
+    box with a filesystem of its own (a compose container) gets them where its loader looks.
+    Returns the directories to remove when the loader ends, or an error naming the option."""
+    made: list[Path] = []
+    opts = dict(zip(args[::2], args[1::2], strict=False))
+    if "--pin-dir" in opts:
+        pins = Path(opts["--pin-dir"])
+        if pins.parent != PIN_ROOT:
+            return [], f"--pin-dir: {pins} is not a directory of {PIN_ROOT}"
+        ensure_bpffs()
+        made.append(pins)
+    if "--cgroup" in opts:
+        cg = Path(opts["--cgroup"])
+        if cg.parent != CGROUP_ROOT:
+            return [], f"--cgroup: {cg} is not a cgroup of {CGROUP_ROOT}"
+        cg.mkdir(parents=True, exist_ok=True)
+        made.append(cg)
+    return made, None
 
 
 class Sampler(threading.Thread):
@@ -172,6 +211,17 @@ class Agent:
             "name": self.name,
             "pid": os.getpid(),
             "netns_inode": os.stat("/proc/self/ns/net").st_ino,
+        }
+
+    def addresses(self) -> tuple[int, Any]:
+        """The IPv4 addresses of each interface: a hardware testbed learns a box's experiment
+        address from its registered interface (satlab.testbed.hardware)."""
+        r = subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return 500, {"error": f"ip addr: {r.stderr.strip()}"}
+        return 200, {
+            link["ifname"]: [a["local"] for a in link.get("addr_info", [])]
+            for link in json.loads(r.stdout)
         }
 
     def sysctl(self, body: dict[str, Any]) -> tuple[int, Any]:
@@ -289,6 +339,7 @@ class Agent:
 
     def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
         ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
+        leftovers: list[Path] = []
         if kind == "traffic":
             argv = [sys.executable, "-m", "satlab.traffic", *args]
         elif kind == "emulator":
@@ -297,6 +348,9 @@ class Agent:
             argv = [str(GATEWAY_BIN), *args]
         elif kind == "scheme":
             argv = [str(LOADER_BIN), *args]
+            leftovers, error = scheme_dirs(args)
+            if error:
+                return 400, {"error": error}
         elif kind == "pep":
             argv = [str(PEP_BIN), *args]
         elif kind == "withhold":
@@ -331,6 +385,8 @@ class Agent:
             if ident in self.procs:
                 return 409, {"error": f"id: process {ident!r} exists"}
             self.procs[ident] = Managed(self.workdir, ident, argv)
+            if kind == "scheme":
+                self.procs[ident].leftovers = leftovers
             return 201, self.procs[ident].describe()
 
     def process(self, ident: str, stop: bool) -> tuple[int, Any]:
@@ -339,6 +395,7 @@ class Agent:
             return 404, {"error": f"no process {ident!r}"}
         if stop:
             p.stop()
+            p.remove_leftovers()
         return 200, p.describe()
 
     def reset(self) -> tuple[int, Any]:
@@ -355,6 +412,8 @@ class Agent:
         for p in self.procs.values():
             p.stop()
             p.close()
+        for p in self.procs.values():  # a cgroup is empty once every process is gone
+            p.remove_leftovers()
 
     def start_sampling(self, body: dict[str, Any]) -> tuple[int, Any]:
         if self.sampler:
@@ -428,34 +487,74 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.latest_samples()
         case "GET", ["netstat"]:
             return 200, tcpinfo.netstat()
+        case "GET", ["addresses"]:
+            return agent.addresses()
     return 404, {"error": f"no route {method} /{'/'.join(parts)}"}
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"--listen: {text!r} is not ADDRESS:PORT")
+    return host.strip("[]"), int(port)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="SatLab host agent")
-    ap.add_argument("--socket", required=True, help="Unix socket path to listen on")
-    ap.add_argument("--name", required=True, help="the box's role in the testbed")
+    ap.add_argument("--socket", help="Unix socket path to listen on (a namespace or compose box)")
+    ap.add_argument(
+        "--listen",
+        type=_listen_address,
+        help="ADDRESS:PORT to listen on with mutual TLS (a physical box); needs --cert --key --ca",
+    )
+    ap.add_argument("--cert", type=Path, help="this agent's certificate (satlab ca issue)")
+    ap.add_argument("--key", type=Path, help="its private key")
+    ap.add_argument("--ca", type=Path, help="the project CA's certificate (ca.crt)")
+    ap.add_argument("--workdir", type=Path, help="process output (default: beside the socket)")
+    ap.add_argument("--name", required=True, help="the box's role, or its registered name")
     args = ap.parse_args()
+    if not args.socket and not args.listen:
+        ap.error("--socket or --listen (or both)")
+    if args.listen and not (args.cert and args.key and args.ca):
+        ap.error("--listen: mutual TLS only; give --cert, --key and --ca")
     # Process output lives beside the socket, in the testbed's directory, which teardown removes.
-    workdir = Path(args.socket).parent / f"agent-{args.name}"
+    workdir = args.workdir or (
+        Path(args.socket).parent / f"agent-{args.name}"
+        if args.socket
+        else Path("/var/lib/satlab/agent")
+    )
     workdir.mkdir(parents=True, exist_ok=True)
     agent = Agent(args.name, workdir)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(args.socket)
-    server = UnixHTTPServer(args.socket, make_handler(agent))
+    servers: list[HTTPServer] = []
+    if args.socket:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(args.socket)
+        servers.append(UnixHTTPServer(args.socket, make_handler(agent)))
+    if args.listen:
+        ctx = tlshttp.server_context(args.cert, args.key, args.ca)
+        servers.append(tlshttp.TlsHTTPServer(args.listen, make_handler(agent), ctx))
 
     def stop(signum: int, frame: object) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        for server in servers:
+            threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    threads = [
+        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2}) for s in servers
+    ]
     try:
-        server.serve_forever(poll_interval=0.2)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     finally:
         agent.shutdown()
-        server.server_close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(args.socket)
+        for server in servers:
+            server.server_close()
+        if args.socket:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(args.socket)
 
 
 if __name__ == "__main__":

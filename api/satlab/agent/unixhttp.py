@@ -1,7 +1,8 @@
 """HTTP/1.1 over a Unix stream socket, server and client, with the standard library only.
 
 A Unix socket path is visible from every network namespace, so the orchestrator reaches agents in
-namespaces without any address; a container or physical host uses TCP with the same protocol.
+namespaces without any address; a physical host's agent is reached over TCP with mutual TLS and the
+same protocol (satlab.agent.tlshttp), through the same `request`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import socket
 import socketserver
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
+
+from satlab.agent.tlshttp import TlsHTTPConnection, TlsTarget
 
 
 class UnixHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
@@ -66,8 +69,15 @@ class AgentTimeout(AgentError):
     connections (the kernel queues them), so only the time limit ends the wait."""
 
 
-def request(path: str, method: str, url: str, body: Any = None, timeout: float = 10.0) -> Any:
-    conn = UnixHTTPConnection(path, timeout)
+def request(
+    path: str | TlsTarget, method: str, url: str, body: Any = None, timeout: float = 10.0
+) -> Any:
+    """One request to an agent: on its Unix socket `path`, or a TLS endpoint of a physical box."""
+    conn: http.client.HTTPConnection
+    if isinstance(path, TlsTarget):
+        conn = TlsHTTPConnection(path, timeout)
+    else:
+        conn = UnixHTTPConnection(path, timeout)
     try:
         payload = None if body is None else json.dumps(body)
         headers = {"Content-Type": "application/json"} if payload else {}

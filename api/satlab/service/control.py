@@ -25,6 +25,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from satlab import db
+from satlab.agent.tlshttp import TlsTarget
 from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, Unavailable
 from satlab.service.models import ControlRequest, Experiment, Run
@@ -107,6 +108,11 @@ def current_testbed_id() -> str | None:
     return owned_testbed()
 
 
+def _target(sock: Path | TlsTarget) -> str | TlsTarget:
+    """An agent_sockets entry as unixhttp.request takes it."""
+    return sock if isinstance(sock, TlsTarget) else str(sock)
+
+
 def box_http(
     testbed_id: str,
     box: str,
@@ -128,7 +134,7 @@ def box_http(
         raise ConnectionError(f"testbed {testbed_id} has no box {box}")
     req = {"port": port, "method": method, "path": path, "json": body, "timeout": timeout}
     try:
-        out = agent_request(str(sock), "POST", "/http", req, timeout=timeout + 1)
+        out = agent_request(_target(sock), "POST", "/http", req, timeout=timeout + 1)
     except AgentError as exc:  # refused, not running, going away with its testbed
         raise ConnectionError(str(exc)) from None
     return int(out["status"]), str(out["body"]).encode()
@@ -177,7 +183,7 @@ def latest_tcp(testbed_id: str, timeout: float = 1.0) -> list[dict[str, Any]]:
         if not host.startswith(("srv", "cli")):
             continue
         try:
-            samples = agent_request(str(sock), "GET", "/sampling/latest", timeout=timeout)
+            samples = agent_request(_target(sock), "GET", "/sampling/latest", timeout=timeout)
         except AgentError:
             continue  # an agent going away with its testbed: no sample this time
         for smp in samples.get("samples", []):

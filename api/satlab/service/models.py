@@ -34,6 +34,7 @@ ROLES = ("viewer", "submitter", "admin")
 RUN_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 EXPERIMENT_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 FILE_KINDS = ("attenuation", "delay", "modcod", "per")
+BOX_ROLES = ("server", "client", "gw", "emu", "st")  # a hardware box's part in a testbed
 
 
 def _now() -> Mapped[datetime]:
@@ -274,3 +275,16 @@ class Worker(Base):
     heartbeat_at: Mapped[datetime] = _now()
     current_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Box(Base):
+    """A registered machine of the hardware testbed (satlab.service.boxes)."""
+
+    __tablename__ = "boxes"
+    __table_args__ = (CheckConstraint(_in("role", BOX_ROLES), name="role"),)
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    address: Mapped[str] = mapped_column(String(300))  # host:port of its agent (mutual TLS)
+    interfaces: Mapped[list[str]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()

@@ -4,6 +4,8 @@
               (satlab.testbed.testbed); needs root on the machine, or a privileged container
   containers  the boxes of a Docker Compose deployment, containers that outlive the run
               (satlab.testbed.containers)
+  hardware    registered machines leased for the run, their agents reached over TCP with mutual
+              TLS (satlab.testbed.hardware)
 
 Both give the runner the same Testbed interface and the same host agents; `owned_testbed` and
 `agent_sockets` find the testbed a worker is running and its agents, whatever its kind (the live
@@ -16,9 +18,10 @@ import json
 import os
 from pathlib import Path
 
+from satlab.agent.tlshttp import TlsTarget
 from satlab.testbed.testbed import STATE_ROOT, Testbed, TestbedError
 
-KINDS = ("namespaces", "containers")
+KINDS = ("namespaces", "containers", "hardware")
 
 
 def create_testbed(
@@ -36,13 +39,19 @@ def create_testbed(
         from satlab.testbed.containers import ContainerTestbed
 
         return ContainerTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
+    if kind == "hardware":
+        from satlab.testbed.hardware import HardwareTestbed
+
+        return HardwareTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
     raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
 
 
 def _state_dirs() -> list[Path]:
     from satlab.testbed.containers import RUNS
+    from satlab.testbed.hardware import HARDWARE_DIR
 
-    return [d for root in (STATE_ROOT, RUNS) if root.is_dir() for d in root.iterdir()]
+    roots = (STATE_ROOT, RUNS, HARDWARE_DIR)
+    return [d for root in roots if root.is_dir() for d in root.iterdir()]
 
 
 def owned_testbed(pid: int | None = None) -> str | None:
@@ -58,12 +67,15 @@ def owned_testbed(pid: int | None = None) -> str | None:
     return None
 
 
-def agent_sockets(testbed_id: str) -> dict[str, Path]:
-    """The agent socket of each box of an open testbed, by role."""
+def agent_sockets(testbed_id: str) -> dict[str, Path | TlsTarget]:
+    """The agent socket of each box of an open testbed, by role (a hardware box's TLS endpoint)."""
     from satlab.testbed.containers import BOXES, RUNS
+    from satlab.testbed.hardware import HARDWARE_DIR, agent_targets
 
     if (STATE_ROOT / testbed_id).is_dir():
         return {p.stem: p for p in sorted((STATE_ROOT / testbed_id).glob("*.sock"))}
     if (RUNS / testbed_id).is_dir():
         return {p.stem: p for p in sorted(BOXES.glob("*.sock"))}
+    if (HARDWARE_DIR / testbed_id).is_dir():
+        return dict(agent_targets(testbed_id))
     return {}

@@ -13,7 +13,13 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   (SHARED/runs/ID), where the boxes see it at the same path;
 - a configuration with a `gateway` section gets the edge gateway spliced into the gw and st boxes
   by their agents (POST /splice: the same ports a namespace edge has), undone when the run ends;
-- no terrestrial hops yet: a scenario with `path.terrestrial` is refused naming that field.
+- the end hosts' eBPF schemes, the PEP and the withholding receiver start through the agents as on
+  namespaces; what differs is only where the kernel objects live: the boxes mount the host's BPF
+  filesystem and cgroup v2 hierarchy (docker-compose.yml), each box's agent makes its scheme's pin
+  directory and traffic cgroup there (agent.server.scheme_dirs), and the emu box's Oracle ETEN
+  writer opens the sender's pinned eten_notices in the same bpffs;
+- no terrestrial hops yet: a scenario with `path.terrestrial` is refused naming that field (its
+  routers, hop emulators and cross hosts would be more boxes, services the compose file lacks).
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
 """

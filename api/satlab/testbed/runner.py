@@ -73,8 +73,8 @@ def emulator_config(
     cfg: dict[str, Any] = json.loads(json.dumps(emulator_link(spec.link)))
     cfg["seed"] = spec.seed
     cfg["ports"] = {
-        "gw": {"kind": "af_packet", "interface": "gw"},
-        "st": {"kind": "af_packet", "interface": "st"},
+        edge: {"kind": "af_packet", "interface": nic}
+        for edge, nic in tb.emulator_interfaces().items()
     }
     # The control endpoint listens inside the emu namespace only; the worker's live-control
     # passthrough (satlab.service.control) reaches it there.

@@ -122,9 +122,9 @@ def start(
     loaded = LoadedSchemes()
     if not any(project_scheme(cc) for ccs in wanted.values() for cc in ccs):
         return loaded  # kernel algorithms only: nothing to load (nor bpffs to need)
-    ensure_bpffs()
+    # The pin directory and the hosts' cgroups are made by each box's agent (scheme_dirs): a
+    # compose box has its own filesystem, with the host's bpffs and cgroup v2 mounted in it.
     pins = pin_dir(tb.id)
-    pins.mkdir(exist_ok=True)
     for role, names in sorted(wanted.items()):
         for cc in sorted(names):
             scheme = project_scheme(cc)
@@ -156,7 +156,6 @@ def start(
                 args += ["--set", f"ern_config={struct.pack('<II', 0, scheme.ern_base).hex()}"]
             if scheme.cgroup:
                 cg = cgroup_dir(tb.id, role)
-                cg.mkdir(parents=True, exist_ok=True)
                 loaded.cgroups[role] = cg
                 args += ["--cgroup", str(cg)]
             ident = f"scheme-{scheme.short}"

@@ -234,6 +234,10 @@ class Testbed:
     def agent_alive(self, role: str) -> bool:
         return self.agent_procs[role].poll() is None
 
+    def emulator_interfaces(self) -> dict[str, str]:
+        """The emulator box's NIC toward each edge (a hardware box's are its registered NICs)."""
+        return {"gw": "gw", "st": "st"}
+
     def apply_host_settings(self, s: HostSettings) -> None:
         """TCP settings of every end host (sysctls in its namespace, route metrics)."""
         assert self.topo is not None

@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from satlab import db
 from satlab.app import create_app
-from satlab.service import auth
+from satlab.service import auth, doccache
 from satlab.settings import REPO_ROOT, get_settings
 from satlab.testbed.emulator import EMULATOR_BIN
 
@@ -29,7 +29,7 @@ ALEMBIC_INI = str(REPO_ROOT / "api" / "alembic.ini")
 TABLES = (
     "control_requests, run_events, artifacts, series, results, runs, experiments, "
     "scenario_revisions, scenarios, files, workers, api_tokens, procrastinate_jobs, "
-    "procrastinate_events, procrastinate_workers, procrastinate_periodic_defers"
+    "procrastinate_events, procrastinate_workers, procrastinate_periodic_defers, boxes"
 )
 
 
@@ -97,6 +97,8 @@ def clean(database: ScratchDb) -> Iterator[None]:
     with db.get_engine().begin() as conn:
         conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
     auth.buckets.reset()
+    auth.tokens.reset()
+    doccache.documents.reset()  # ids restart with the tables: cached documents would be stale
     yield
 
 

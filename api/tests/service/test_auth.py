@@ -55,6 +55,9 @@ ENDPOINTS = [
     ("GET", "/api/tokens", "admin"),
     ("POST", "/api/tokens", "admin"),
     ("DELETE", "/api/tokens/999", "admin"),
+    ("GET", "/api/boxes", "admin"),
+    ("POST", "/api/boxes", "admin"),
+    ("DELETE", "/api/boxes/x", "admin"),
 ]
 
 
@@ -154,7 +157,7 @@ def test_rate_limit_per_token(client: TestClient, tokens: Tokens) -> None:
 def test_run_result_is_served_as_stored_and_only_within_scope(
     client: TestClient, tokens: Tokens
 ) -> None:
-    """GET /api/runs/{id}/result hands on the stored JSON text (one query, no re-encoding): the
+    """GET /api/runs/{id}/result hands on the stored JSON text (no re-encoding): the
     same document, 404 before a result exists, and 404 to a token whose scope excludes it."""
     exp = make_experiment(client, tokens, "ci-one", reps=1)
     rid = run_ids(exp["experiment"]["id"])[0]  # type: ignore[index]

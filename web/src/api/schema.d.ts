@@ -746,6 +746,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/boxes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Boxes
+         * @description The box registry of the hardware testbed: the machines an admin registers (name, role, agent
+         *     address, interfaces), which the worker's hardware testbed leases for runs
+         *     (satlab.testbed.hardware).
+         *
+         *     A box's name is the DNS name in its agent's certificate (`satlab ca issue DIR NAME --role agent`),
+         *     checked on every connection. The interfaces a role needs, in order:
+         *       server, client  [experiment NIC]
+         *       gw, st          [LAN-side NIC, satellite-side NIC]
+         *       emu             [NIC cabled to the gw edge, NIC cabled to the st edge]  (its af_packet ports)
+         */
+        get: operations["list_boxes_api_boxes_get"];
+        put?: never;
+        /** Register Box */
+        post: operations["register_box_api_boxes_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/boxes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove Box */
+        delete: operations["remove_box_api_boxes__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -776,6 +822,57 @@ export interface components {
             content_type: string;
             /** Size Bytes */
             size_bytes: number;
+        };
+        /** BoxIn */
+        BoxIn: {
+            /**
+             * Name
+             * @description the DNS name in its agent's certificate
+             */
+            name: string;
+            /**
+             * Role
+             * @description server, client, gw, emu or st
+             */
+            role: string;
+            /**
+             * Address
+             * @description HOST:PORT its agent listens on (TLS)
+             */
+            address: string;
+            /**
+             * Interfaces
+             * @description NIC names: servers/clients 1, gw/st [lan, sat], emu [gw, st]
+             */
+            interfaces: string[];
+        };
+        /** BoxOut */
+        BoxOut: {
+            /**
+             * Name
+             * @description the DNS name in its agent's certificate
+             */
+            name: string;
+            /**
+             * Role
+             * @description server, client, gw, emu or st
+             */
+            role: string;
+            /**
+             * Address
+             * @description HOST:PORT its agent listens on (TLS)
+             */
+            address: string;
+            /**
+             * Interfaces
+             * @description NIC names: servers/clients 1, gw/st [lan, sat], emu [gw, st]
+             */
+            interfaces: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
         };
         /** Bucket */
         Bucket: {
@@ -3625,6 +3722,90 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    list_boxes_api_boxes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoxOut"][];
+                };
+            };
+        };
+    };
+    register_box_api_boxes_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BoxIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoxOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    remove_box_api_boxes__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoxOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
