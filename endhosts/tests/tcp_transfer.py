@@ -62,7 +62,9 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
 
 
 class Sampler(threading.Thread):
-    """Records the sender's tcp_info every `period` seconds until stopped."""
+    """Records the sender's tcp_info every `period` seconds until stopped, and once more when
+    stopped: a transfer shorter than one period (8 MiB over loopback can take under 5 ms) still
+    has its final state."""
 
     def __init__(self, sock: socket.socket, period: float) -> None:
         super().__init__(daemon=True)
@@ -73,10 +75,14 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(self.period):
-            info = tcp_info(self.sock)
-            sample: dict[str, float] = {"t": time.monotonic() - self.start_time}
-            sample.update((k, info[k]) for k in SAMPLED)
-            self.samples.append(sample)
+            self.sample()
+        self.sample()
+
+    def sample(self) -> None:
+        info = tcp_info(self.sock)
+        sample: dict[str, float] = {"t": time.monotonic() - self.start_time}
+        sample.update((k, info[k]) for k in SAMPLED)
+        self.samples.append(sample)
 
 
 def payload_of(size: int) -> bytes:

@@ -109,9 +109,12 @@ def test_three_hops_add_their_delays_and_a_hops_cross_hosts_cross_it_alone(
     # Each hop's own seed, none the run's: independent error draws per hop.
     seeds = [h["seed"] for h in counters]
     assert len(set(seeds)) == 3 and spec.seed not in seeds
-    # srv1's pings crossed every hop; hop 2 also carried x2s1's, hop 3 also x2c1's.
+    # srv1's 5 pings crossed every hop; hop 2 also carried x2s1's, hop 3 also x2c1's. Each count
+    # is held to the pings that hop must have carried, not to another hop's count: the counters
+    # also hold the IPv6 autoconfiguration frames (router solicitations, MLD reports) of freshly
+    # raised interfaces, a timing-dependent few per hop (seen: hop 1 9, hop 2 11).
     fwd = [h["forward"]["delivered_packets"] for h in counters]
-    assert fwd[0] >= 5 and fwd[1] >= fwd[0] + 5 and fwd[2] >= 10
+    assert fwd[0] >= 5 and fwd[1] >= 10 and fwd[2] >= 10, fwd
 
 
 def test_the_slowest_hop_caps_tcp_and_cross_traffic_stays_on_its_hop(emulator_bin: Path) -> None:
