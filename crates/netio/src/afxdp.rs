@@ -31,7 +31,7 @@
 //! (jumbo MTUs, LRO/GRO aggregates) cannot be received: `open` refuses an interface whose MTU
 //! does not fit.
 
-use crate::bpfmap::bpf;
+use crate::bpfmap::{self, bpf};
 use crate::port::{RxFrame, BATCH};
 use crate::sys::{self, cvt};
 use packet::offload::VirtioNetHdr;
@@ -104,8 +104,6 @@ const XDP_PGOFF_TX_RING: libc::off_t = 0x8000_0000;
 const XDP_UMEM_PGOFF_FILL_RING: libc::off_t = 0x1_0000_0000;
 const XDP_UMEM_PGOFF_COMPLETION_RING: libc::off_t = 0x1_8000_0000;
 
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
@@ -174,28 +172,6 @@ struct XdpStatistics {
     rx_ring_full: u64,
     rx_fill_ring_empty_descs: u64,
     tx_ring_empty_descs: u64,
-}
-
-/// The `BPF_MAP_CREATE` member of union bpf_attr (leading fields).
-#[repr(C)]
-#[derive(Default)]
-struct MapCreateAttr {
-    map_type: u32,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
-    map_flags: u32,
-}
-
-/// The `BPF_MAP_UPDATE_ELEM` member of union bpf_attr.
-#[repr(C)]
-#[derive(Default)]
-struct ElemAttr {
-    map_fd: u32,
-    _pad: u32,
-    key: u64,
-    value: u64,
-    flags: u64,
 }
 
 /// The `BPF_PROG_LOAD` member of union bpf_attr (leading fields).
@@ -434,24 +410,6 @@ fn owned(r: libc::c_long) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(r as RawFd) }
 }
 
-/// The interface's MTU (SIOCGIFMTU).
-fn interface_mtu(name: &str) -> io::Result<usize> {
-    // SAFETY: ioctl on a throwaway datagram socket with a zeroed ifreq.
-    unsafe {
-        let s = OwnedFd::from_raw_fd(cvt(libc::socket(
-            libc::AF_INET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            0,
-        ))?);
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
-            ifr.ifr_name[i] = b as libc::c_char;
-        }
-        cvt(libc::ioctl(s.as_raw_fd(), libc::SIOCGIFMTU, &mut ifr))?;
-        Ok(ifr.ifr_ifru.ifru_mtu as usize)
-    }
-}
-
 /// The error when frames of an `mtu`-byte MTU (Ethernet header and one VLAN tag added) do not
 /// fit a UMEM chunk.
 fn check_mtu(ifname: &str, mtu: usize) -> io::Result<()> {
@@ -483,7 +441,7 @@ pub fn open(ifname: &str, queue: u32, mode: Mode) -> io::Result<(XdpRx, XdpTx, A
     }
     check_mtu(
         ifname,
-        interface_mtu(ifname).map_err(|e| annotate(ifname, "MTU", e))?,
+        sys::interface_mtu(ifname).map_err(|e| annotate(ifname, "MTU", e))?,
     )?;
 
     // SAFETY: plain syscall, fd owned at once.
@@ -538,13 +496,9 @@ pub fn open(ifname: &str, queue: u32, mode: Mode) -> io::Result<(XdpRx, XdpTx, A
 
     let (map, prog, link, native) = attach_program(ifname, ifindex, queue)?;
     let zerocopy = bind(ifname, s, ifindex, queue, mode)?;
-    let mut attr = ElemAttr {
-        map_fd: map.as_raw_fd() as u32,
-        key: &queue as *const u32 as u64,
-        value: &s as *const RawFd as u64,
-        ..Default::default()
-    };
-    bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map_err(|e| annotate(ifname, "XSKMAP update", e))?;
+    let (key, value) = (&queue as *const u32, &s as *const RawFd);
+    bpfmap::update_elem(&map, key.cast(), value.cast(), 0)
+        .map_err(|e| annotate(ifname, "XSKMAP update", e))?;
     sys::set_nonblocking(s)?;
 
     let xsk = Arc::new(Xsk {
@@ -583,17 +537,8 @@ fn attach_program(
     ifindex: u32,
     queue: u32,
 ) -> io::Result<(OwnedFd, OwnedFd, OwnedFd, bool)> {
-    let mut attr = MapCreateAttr {
-        map_type: BPF_MAP_TYPE_XSKMAP,
-        key_size: 4,
-        value_size: 4,
-        max_entries: queue + 1,
-        ..Default::default()
-    };
-    let map = owned(
-        bpf(BPF_MAP_CREATE, &mut attr)
-            .map_err(|e| annotate(ifname, "BPF_MAP_CREATE XSKMAP (needs CAP_BPF)", e))?,
-    );
+    let map = bpfmap::create_map(BPF_MAP_TYPE_XSKMAP, 4, 4, queue + 1)
+        .map_err(|e| annotate(ifname, "BPF_MAP_CREATE XSKMAP (needs CAP_BPF)", e))?;
     let insns = redirect_program(map.as_raw_fd());
     let mut log = vec![0u8; 4096];
     let mut name = [0u8; 16];

@@ -13,14 +13,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// bpf(2) commands (enum bpf_cmd).
-mod cmd {
-    pub const MAP_UPDATE_ELEM: libc::c_long = 2;
-    pub const OBJ_GET: libc::c_long = 7;
-    pub const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-    #[cfg(test)]
+pub(crate) mod cmd {
     pub const MAP_CREATE: libc::c_long = 0;
     #[cfg(test)]
     pub const MAP_LOOKUP_ELEM: libc::c_long = 1;
+    pub const MAP_UPDATE_ELEM: libc::c_long = 2;
+    pub const OBJ_GET: libc::c_long = 7;
+    pub const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 }
 
 /// `BPF_MAP_TYPE_LRU_HASH` (enum bpf_map_type).
@@ -37,6 +36,17 @@ struct ObjGetAttr {
     file_flags: u32,
     path_fd: i32,
     _pad: u32,
+}
+
+/// The `BPF_MAP_CREATE` member of union bpf_attr (first fields).
+#[repr(C)]
+#[derive(Default)]
+struct CreateAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
 }
 
 /// The `BPF_MAP_*_ELEM` member of union bpf_attr.
@@ -165,15 +175,45 @@ impl BpfMap {
                 "key or value size differs from the map's",
             ));
         }
-        let mut attr = ElemAttr {
-            map_fd: self.fd.as_raw_fd() as u32,
-            key: key.as_ptr() as u64,
-            value: value.as_ptr() as u64,
-            flags,
-            ..Default::default()
-        };
-        bpf(cmd::MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+        update_elem(&self.fd, key.as_ptr(), value.as_ptr(), flags)
     }
+}
+
+/// BPF_MAP_CREATE of an unnamed map without flags.
+pub(crate) fn create_map(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+) -> io::Result<OwnedFd> {
+    let mut attr = CreateAttr {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        ..Default::default()
+    };
+    let fd = bpf(cmd::MAP_CREATE, &mut attr)?;
+    // SAFETY: a successful BPF_MAP_CREATE returns a new file descriptor that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// BPF_MAP_UPDATE_ELEM. The caller guarantees that `key` and `value` point at the map's key and
+/// value sizes of readable memory.
+pub(crate) fn update_elem(
+    map: &OwnedFd,
+    key: *const u8,
+    value: *const u8,
+    flags: u64,
+) -> io::Result<()> {
+    let mut attr = ElemAttr {
+        map_fd: map.as_raw_fd() as u32,
+        key: key as u64,
+        value: value as u64,
+        flags,
+        ..Default::default()
+    };
+    bpf(cmd::MAP_UPDATE_ELEM, &mut attr).map(|_| ())
 }
 
 fn map_info(fd: &OwnedFd) -> io::Result<MapInfo> {
@@ -191,29 +231,10 @@ fn map_info(fd: &OwnedFd) -> io::Result<MapInfo> {
 mod tests {
     use super::*;
 
-    /// The `BPF_MAP_CREATE` member of union bpf_attr (first fields).
-    #[repr(C)]
-    #[derive(Default)]
-    struct CreateAttr {
-        map_type: u32,
-        key_size: u32,
-        value_size: u32,
-        max_entries: u32,
-        map_flags: u32,
-    }
-
     /// A fresh unpinned map (closed, hence freed, when the test ends).
     fn create(map_type: u32, key_size: u32, value_size: u32) -> BpfMap {
-        let mut attr = CreateAttr {
-            map_type,
-            key_size,
-            value_size,
-            max_entries: 64,
-            ..Default::default()
-        };
-        let fd = bpf(cmd::MAP_CREATE, &mut attr).expect("BPF_MAP_CREATE (needs root)");
-        // SAFETY: a successful BPF_MAP_CREATE returns a new file descriptor that we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let fd =
+            create_map(map_type, key_size, value_size, 64).expect("BPF_MAP_CREATE (needs root)");
         let info = map_info(&fd).unwrap();
         BpfMap {
             fd,

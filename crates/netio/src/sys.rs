@@ -256,22 +256,48 @@ pub fn if_index(name: &str) -> io::Result<u32> {
 
 /// Sets IFF_UP on an interface (used for TAP devices the emulator creates).
 pub fn set_link_up(name: &str) -> io::Result<()> {
-    // SAFETY: ioctl on a throwaway datagram socket with a zeroed ifreq.
-    unsafe {
-        let s = OwnedFd::from_raw_fd(cvt(libc::socket(
+    interface_ioctl(name, |s, ifr| {
+        // SAFETY: ifreq ioctls on a datagram socket; the flags member is the one these set.
+        unsafe {
+            cvt(libc::ioctl(s, libc::SIOCGIFFLAGS, &mut *ifr))?;
+            ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            cvt(libc::ioctl(s, libc::SIOCSIFFLAGS, &*ifr))?;
+        }
+        Ok(())
+    })
+}
+
+/// The MTU of interface `name` (SIOCGIFMTU).
+pub fn interface_mtu(name: &str) -> io::Result<usize> {
+    interface_ioctl(name, |s, ifr| {
+        // SAFETY: SIOCGIFMTU fills the mtu member of the ifreq, which is then read.
+        unsafe {
+            cvt(libc::ioctl(s, libc::SIOCGIFMTU, &mut *ifr))?;
+            Ok(ifr.ifr_ifru.ifru_mtu as usize)
+        }
+    })
+}
+
+/// Runs `f` with a throwaway datagram socket and a zeroed ifreq naming interface `name`
+/// (truncated to IFNAMSIZ - 1 bytes).
+fn interface_ioctl<T>(
+    name: &str,
+    f: impl FnOnce(RawFd, &mut libc::ifreq) -> io::Result<T>,
+) -> io::Result<T> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
+    let s = unsafe {
+        OwnedFd::from_raw_fd(cvt(libc::socket(
             libc::AF_INET,
             libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
             0,
-        ))?);
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
-            ifr.ifr_name[i] = b as libc::c_char;
-        }
-        cvt(libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr))?;
-        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        cvt(libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr))?;
+        ))?)
+    };
+    // SAFETY: ifreq is plain old data; all zeroes is a valid (empty) value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
+        ifr.ifr_name[i] = b as libc::c_char;
     }
-    Ok(())
+    f(s.as_raw_fd(), &mut ifr)
 }
 
 /// Raises the calling thread's scheduling priority: SCHED_FIFO at `rt_priority` when given and
