@@ -80,27 +80,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);	/* inspectable: bpftool map dump pinned ... */
 } ceten_paths SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} ceten_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ceten_config);
-} ceten_config SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&ceten_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
+#define STATS_MAP ceten_stats
+#define CONFIG_MAP ceten_config
+#define CONFIG_TYPE struct ceten_config
+#include "scheme_maps.h"
 
 /* ---- the option: sockops ---- */
 

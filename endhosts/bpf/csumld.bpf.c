@@ -139,12 +139,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } csumld_notices SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} csumld_stats SEC(".maps");
+#define STATS_MAP csumld_stats
+#include "scheme_maps.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -152,14 +148,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } csumld_scratch SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&csumld_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
 
 static __always_inline __u32 fold(__s64 sum)
 {
@@ -429,25 +417,6 @@ static __always_inline int notified(struct sock *sk, __u32 seq)
 	return 1;
 }
 
-static __always_inline void uncount(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&csumld_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_sub(v, 1);
-}
-
 #include "notified_loss.h"
 
-/* .name is a placeholder: the loader registers one instance per host under its own name. */
-SEC(".struct_ops")
-struct tcp_congestion_ops csumld_ops = {
-	.init		= (void *)nl_init,
-	.ssthresh	= (void *)nl_ssthresh,
-	.cong_avoid	= (void *)nl_cong_avoid,
-	.cwnd_event	= (void *)nl_cwnd_event,
-	.in_ack_event	= (void *)nl_in_ack_event,
-	.set_state	= (void *)nl_set_state,
-	.undo_cwnd	= (void *)nl_undo_cwnd,
-	.name		= "sl_csumld",
-};
+NOTIFIED_LOSS_OPS(csumld_ops, "sl_csumld");

@@ -64,19 +64,10 @@ struct ecnld_config {
 	__u32 k;			/* look-back in ACKs; 0: the default (2) */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} ecnld_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ecnld_config);
-} ecnld_config SEC(".maps");
+#define STATS_MAP ecnld_stats
+#define CONFIG_MAP ecnld_config
+#define CONFIG_TYPE struct ecnld_config
+#include "scheme_maps.h"
 
 struct ecnld_ca {
 	struct keep_window kw;
@@ -84,14 +75,6 @@ struct ecnld_ca {
 	__u32 prior_cwnd;	/* cwnd when the current episode began */
 	__u8 decided;		/* enum ecnld_class of the last ssthresh(), not yet counted */
 };
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&ecnld_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
 
 static __always_inline __u32 k_mask(void)
 {

@@ -116,27 +116,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);	/* inspectable: bpftool map dump pinned ... */
 } ern_flows SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} ern_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ern_config);
-} ern_config SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&ern_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
+#define STATS_MAP ern_stats
+#define CONFIG_MAP ern_config
+#define CONFIG_TYPE struct ern_config
+#include "scheme_maps.h"
 
 static __always_inline __u32 bound_packets(void)
 {

@@ -116,19 +116,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } eten_notices SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} eten_stats SEC(".maps");	/* per loaded instance: the loader prints it when it stops */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct eten_config);
-} eten_config SEC(".maps");
+#define STATS_MAP eten_stats
+#define CONFIG_MAP eten_config
+#define CONFIG_TYPE struct eten_config
+#include "scheme_maps.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -136,14 +127,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct eten_bucket);
 } eten_bucket SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&eten_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
 
 /* Token bucket. Concurrent CPUs may each spend the same token: the bound is approximate
  * by at most the number of CPUs, which is enough against a flood. */
@@ -313,29 +296,6 @@ static __always_inline int notified(struct sock *sk, __u32 seq)
 	return 1;
 }
 
-static __always_inline void uncount(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&eten_stats, &stat);
-
-	if (v)
-		__sync_fetch_and_sub(v, 1);
-}
-
 #include "notified_loss.h"
 
-/*
- * .name is a placeholder: the kernel keys congestion controls by name, globally, so the
- * loader (sl-scheme) registers one instance per testbed host under a unique name written
- * into this field before load, and the runner selects that name per socket.
- */
-SEC(".struct_ops")
-struct tcp_congestion_ops beten_ops = {
-	.init		= (void *)nl_init,
-	.ssthresh	= (void *)nl_ssthresh,
-	.cong_avoid	= (void *)nl_cong_avoid,
-	.cwnd_event	= (void *)nl_cwnd_event,
-	.in_ack_event	= (void *)nl_in_ack_event,
-	.set_state	= (void *)nl_set_state,
-	.undo_cwnd	= (void *)nl_undo_cwnd,
-	.name		= "sl_beten",
-};
+NOTIFIED_LOSS_OPS(beten_ops, "sl_beten");

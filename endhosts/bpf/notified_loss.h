@@ -8,9 +8,9 @@
  *
  * The including file provides, before including this header:
  *   int notified(struct sock *sk, __u32 seq)  was the segment notified? (consumes the notice)
- *   void count(__u32 stat), void uncount(__u32 stat)  its counters, with the indexes
- *   STAT_LOSS_CORRUPTION, STAT_LOSS_CONGESTION, STAT_LATE_NOTICE
- * and its own SEC(".struct_ops") map naming the nl_* programs below.
+ *   void count(__u32 stat), void uncount(__u32 stat)  its counters (scheme_maps.h), with the
+ *   indexes STAT_LOSS_CORRUPTION, STAT_LOSS_CONGESTION, STAT_LATE_NOTICE
+ * and declares its SEC(".struct_ops") map with NOTIFIED_LOSS_OPS below.
  */
 #ifndef SATLAB_NOTIFIED_LOSS_H
 #define SATLAB_NOTIFIED_LOSS_H
@@ -115,5 +115,24 @@ __u32 BPF_PROG(nl_undo_cwnd, struct sock *sk)
 	ca->pending = 0;
 	return sl_tcp_reno_undo_cwnd(sk);
 }
+
+/*
+ * The including file's congestion control: NOTIFIED_LOSS_OPS(beten_ops, "sl_beten"). The name is
+ * a placeholder: the kernel keys congestion controls by name, globally, so the loader (sl-scheme)
+ * registers one instance per testbed host under a unique name written into this field before
+ * load, and the runner selects that name per socket.
+ */
+#define NOTIFIED_LOSS_OPS(var, placeholder_name)		\
+	SEC(".struct_ops")					\
+	struct tcp_congestion_ops var = {			\
+		.init		= (void *)nl_init,		\
+		.ssthresh	= (void *)nl_ssthresh,		\
+		.cong_avoid	= (void *)nl_cong_avoid,	\
+		.cwnd_event	= (void *)nl_cwnd_event,	\
+		.in_ack_event	= (void *)nl_in_ack_event,	\
+		.set_state	= (void *)nl_set_state,		\
+		.undo_cwnd	= (void *)nl_undo_cwnd,		\
+		.name		= placeholder_name,		\
+	}
 
 #endif /* SATLAB_NOTIFIED_LOSS_H */
