@@ -706,7 +706,7 @@ pub struct DamaConfig {
     /// Timeslots per frame on each carrier; a slot must hold one burst.
     #[schemars(range(min = 1, max = 100000))]
     pub timeslots_per_frame: u32,
-    /// Frame duration, ms (OpenSAND `return_up_frame_duration`: 26.5 ms).
+    /// Frame duration, ms (OpenSAND's return frame duration, `links/return_duration`: 26.5 ms).
     #[schemars(range(min = 0.1, max = 1000.0), extend("x-unit" = "ms"))]
     pub frame_duration_ms: f64,
     /// Frames per superframe (grants are computed once per superframe).
@@ -715,11 +715,14 @@ pub struct DamaConfig {
     /// Constant rate assignment, kbit/s (granted every superframe without request).
     #[schemars(range(min = 0.0, max = 10000000.0), extend("x-unit" = "kbit/s"))]
     pub cra_kbps: f64,
-    /// Largest RBDC rate the terminal may be granted, kbit/s (OpenSAND `max_rbdc`: 5120); 0: no RBDC.
+    /// Largest RBDC rate the terminal may be granted, kbit/s (OpenSAND's terminal `max_rbdc`,
+    /// `rbdc_max` in current versions: 5120); 0: no RBDC.
     #[schemars(range(min = 0.0, max = 10000000.0), extend("x-unit" = "kbit/s"))]
     pub rbdc_max_kbps: f64,
-    /// An RBDC request holds this many superframes after it reaches the gateway unless renewed
-    /// (OpenSAND `rbdc_timeout`: 16).
+    /// An RBDC request holds this many superframes after it reaches the gateway unless renewed.
+    /// Default 39, OpenSAND's: since 2014 it derives the timeout as the capacity-request (sync)
+    /// period in frames plus one, round(1000 ms / 26.5 ms) + 1 (BlockDvbTal::initDama, one frame
+    /// per superframe); its earlier configurations set `rbdc_timeout` 12.
     #[schemars(range(min = 1, max = 100000), extend("x-unit" = "superframes"))]
     pub rbdc_timeout_superframes: u32,
     /// Largest VBDC volume one request may ask for, bytes; 0: no VBDC.
@@ -748,7 +751,7 @@ impl Default for DamaConfig {
             frames_per_superframe: 1,
             cra_kbps: 0.0,
             rbdc_max_kbps: 5120.0,
-            rbdc_timeout_superframes: 16,
+            rbdc_timeout_superframes: 39,
             vbdc_max_bytes: 0,
             request_delay_superframes: None,
             scheduling_delay_superframes: 1,
