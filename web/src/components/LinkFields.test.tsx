@@ -86,4 +86,30 @@ describe('LinkFields', () => {
     await userEvent.selectOptions(within(be).getByLabelText('Model'), 'gilbert_elliott');
     expect(within(be).getByLabelText('Mean bad (bits)')).toHaveAccessibleDescription(/range ≥ 1, ≤ 1000000000000000/);
   });
+  it('edits the forward queue\'s traffic classes: add a class, its DSCPs, priority and a flow rule', async () => {
+    render(<Editor />);
+    await userEvent.click(screen.getByText(/^All link settings/));
+    const queue = group('Queue', group('Forward'));
+    const classes = within(queue).getByRole('group', { name: /^Classes/ });
+    await userEvent.click(within(classes).getByRole('button', { name: 'Add a traffic class' }));
+    expect(yaml()).toMatch(/classes: \[\{name: new\}\]/);
+    const cls = within(classes).getByRole('group', { name: '1. new' });
+    const name = within(cls).getByLabelText('Name');
+    await userEvent.clear(name);
+    await userEvent.type(name, 'ef');
+    await userEvent.type(within(cls).getByLabelText('Dscp'), '46');
+    await userEvent.tab();
+    await userEvent.type(within(cls).getByLabelText('Priority'), '0');
+    const flows = within(cls).getByRole('group', { name: /^Flows/ });
+    await userEvent.click(within(flows).getByRole('button', { name: 'Add a flow rule' }));
+    expect(yaml()).toContain('name: ef');
+    expect(yaml()).toContain('dscp: [46]');
+    expect(yaml()).toContain('priority: 0');
+    expect(yaml()).toContain('flows: [{}]');
+    // the class's own remove button comes after its fields (the flow rule has one too)
+    const [ownRemove] = within(cls).getAllByRole('button', { name: 'Remove item 1' }).reverse();
+    if (!ownRemove) throw new Error('no remove button');
+    await userEvent.click(ownRemove);
+    expect(yaml()).not.toContain('name: ef');
+  });
 });

@@ -280,6 +280,15 @@ function ListField({ ctx, path, schema }: { ctx: FormCtx; path: Path; schema: Js
 const NEW_ITEM: Record<string, unknown> = {
   traffic: { kind: 'bulk_tcp', direction: 'download', duration_s: 10 },
   configurations: { name: 'new', transport: { congestion_control: 'cubic' } },
+  classes: { name: 'new' }, // a class with neither dscp nor flows is the queue's default class
+};
+
+/** What the add button of a list of objects adds, by the list's key. */
+const ITEM_NAME: Record<string, string> = {
+  traffic: 'a traffic item',
+  configurations: 'a configuration',
+  classes: 'a traffic class',
+  flows: 'a flow rule',
 };
 
 /** A list of objects (traffic items, configurations), each with its own fields. */
@@ -334,7 +343,7 @@ function ArrayField({ ctx, path, schema }: { ctx: FormCtx; path: Path; schema: J
           ctx.append(path, NEW_ITEM[key] ?? {});
         }}
       >
-        Add {key === 'configurations' ? 'a configuration' : 'a traffic item'}
+        Add {ITEM_NAME[key] ?? 'an item'}
       </button>
     </fieldset>
   );
