@@ -3,7 +3,8 @@
 - The result document (docs/run-result.md) is stored without its time series in results.document.
 - Time series become one row per run and series with little-endian float32 arrays of times and
   values (8 bytes a sample instead of a JSON object): `tcp.<host>:<sport>-<dport>.<field>` for the
-  senders' TCP_INFO samples, `link.<direction>.<field>` for the emulator's telemetry.
+  senders' TCP_INFO samples, `link.<direction>.<field>` for the emulator's telemetry, and with
+  per-class queues `link.<direction>.class.<name>.<field>` for each class (CLASS_FIELDS).
   `downsample` gives min/max/mean per time bucket for plotting long series.
 - Headline metrics per run (runs.summary): goodput_bps and completion_s of the first traffic item
   (as `satlab run` reports), total_goodput_bps over every flow, mean_fct_s of the first short-flows
@@ -52,6 +53,10 @@ LINK_FIELDS = (
     "queue_packets",
     "queue_bytes",
 )
+# Per class: the queue's depth and the cumulative counters as the status gives them, and
+# queue_delay_ms, the mean queueing delay of the packets the class sent since the previous sample
+# (from the cumulative delay sum and packet count; no sample where it sent none).
+CLASS_FIELDS = ("queue_packets", "queue_bytes", "sent_bytes", "dropped_packets")
 
 
 def _num(x: Any) -> float:
@@ -125,11 +130,23 @@ def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]
         for f in TCP_FIELDS:
             if f in s:
                 add(f"{key}.{f}", _num(s.get("t")), _num(s[f]))
+    delay_seen: dict[str, tuple[float, float]] = {}  # class key -> (delay sum ms, sent packets)
     for r in ts.get("link") or []:
         key = f"link.{r.get('direction')}"
+        t = _num(r.get("t"))
         for f in LINK_FIELDS:
             if f in r:
-                add(f"{key}.{f}", _num(r.get("t")), _num(r[f]))
+                add(f"{key}.{f}", t, _num(r[f]))
+        for c in r.get("classes") or []:
+            ckey = f"{key}.class.{c.get('name')}"
+            for f in CLASS_FIELDS:
+                if f in c:
+                    add(f"{ckey}.{f}", t, _num(c[f]))
+            total = (_num(c.get("queue_delay_sum_ms")), _num(c.get("sent_packets")))
+            before = delay_seen.get(ckey, (0.0, 0.0))
+            delay_seen[ckey] = total
+            if total[1] > before[1]:
+                add(f"{ckey}.queue_delay_ms", t, (total[0] - before[0]) / (total[1] - before[1]))
     return out
 
 

@@ -11,53 +11,11 @@ import { TimeChart, type ChartSeries } from '../components/TimeChart.tsx';
 import { fmtBps, fmtDuration, fmtNum, fmtSweep } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
 import { followSse } from '../lib/sse.ts';
+import { chartDefs, type ChartDef } from '../lib/runCharts.ts';
 import { useAsync } from '../lib/useAsync.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 const MAX_BUCKETS = 2000;
-
-interface ChartDef {
-  key: string;
-  title: string;
-  yLabel: string;
-  yRightLabel?: string;
-  series: { name: string; label: string; scale?: number; right?: boolean; stepped?: boolean }[];
-}
-
-function connections(series: SeriesInfo[]): string[] {
-  return [...new Set(series.filter((s) => s.name.startsWith('tcp.')).map((s) => s.name.replace(/^tcp\./, '').replace(/\.[a-z_]+$/, '')))];
-}
-
-function chartDefs(series: SeriesInfo[]): ChartDef[] {
-  const has = new Set(series.map((s) => s.name));
-  const conns = connections(series);
-  const defs: ChartDef[] = [
-    {
-      key: 'throughput',
-      title: 'Throughput',
-      yLabel: 'Mbit/s',
-      series: [
-        ...conns.map((c) => ({ name: `tcp.${c}.delivery_rate_bps`, label: `${c} delivery rate`, scale: 1e-6 })),
-        { name: 'link.forward.useful_rate_bps', label: 'link useful rate', scale: 1e-6 },
-      ],
-    },
-    { key: 'cwnd', title: 'Congestion window', yLabel: 'packets', series: conns.map((c) => ({ name: `tcp.${c}.cwnd`, label: `${c} cwnd` })) },
-    {
-      key: 'modcod',
-      title: 'MODCOD and Es/N0 (forward)',
-      yLabel: 'dB',
-      yRightLabel: 'MODCOD',
-      series: [
-        { name: 'link.forward.esn0_db', label: 'Es/N0 (dB)' },
-        { name: 'link.forward.attenuation_db', label: 'attenuation (dB)' },
-        { name: 'link.forward.modcod', label: 'MODCOD', right: true, stepped: true },
-      ],
-    },
-    { key: 'queue', title: 'Queue depth (forward)', yLabel: 'packets', series: [{ name: 'link.forward.queue_packets', label: 'queue (packets)' }] },
-    { key: 'rtt', title: 'Smoothed RTT', yLabel: 'ms', series: conns.map((c) => ({ name: `tcp.${c}.srtt_us`, label: `${c} srtt`, scale: 1e-3 })) },
-  ];
-  return defs.map((d) => ({ ...d, series: d.series.filter((s) => has.has(s.name)) })).filter((d) => d.series.length > 0);
-}
 
 async function fetchBuckets(runId: number, name: string, buckets: number, range?: [number, number]): Promise<SeriesBuckets> {
   const query = range ? { buckets, from: range[0], to: range[1] } : { buckets };
