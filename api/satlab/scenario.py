@@ -373,7 +373,9 @@ class ReceiverSettings(Strict):
 
 
 class Configuration(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")
+    # A letter or digit first: names label runs, exports and --expect expressions, and are passed
+    # on command lines, so never '.', '..' or '-rf'.
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}$")
     transport: Transport = Transport()
     gateway: GatewaySettings | None = None
     pep: PepSettings | None = None

@@ -34,6 +34,18 @@ def test_unknown_fields_are_rejected_by_name() -> None:
         parse_scenario({**BASE, "durration_s": 3})
 
 
+@pytest.mark.parametrize("name", [".", "..", "-rf", "+x", "_x", "a" * 41, "a b"])
+def test_configuration_names_start_with_a_letter_or_digit(name: str) -> None:
+    bad = {**BASE, "configurations": [{"name": name}]}
+    with pytest.raises(ScenarioError, match="configurations.0.name: String should match pattern"):
+        parse_scenario(bad)
+
+
+def test_configuration_names_may_hold_dots_dashes_and_plus() -> None:
+    sc = parse_scenario({**BASE, "configurations": [{"name": "pep-beten+1.5"}, {"name": "9_x"}]})
+    assert [c.name for c in sc.configurations] == ["pep-beten+1.5", "9_x"]
+
+
 def test_bulk_needs_exactly_one_stop_rule() -> None:
     with pytest.raises(ScenarioError, match="traffic.0.bulk_tcp: Value error, give exactly one"):
         parse_scenario({**BASE, "traffic": [{"kind": "bulk_tcp", "bytes": 5, "duration_s": 1}]})

@@ -1,5 +1,5 @@
 // Adding a catalogue scheme (GET /api/schemes) to a scenario's configurations: the name must be
-// unique within the scenario and match the schema's pattern (^[A-Za-z0-9_.+-]{1,40}$).
+// unique within the scenario and match the schema's pattern (^[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}$).
 const MAX_NAME = 40;
 
 /** `name`, or `name-2`, `name-3`, ... (shortened to fit) when the scenario already has it. */
