@@ -431,68 +431,17 @@ fn check_mtu(ifname: &str, mtu: usize) -> io::Result<()> {
 /// Opens queue `queue` of interface `ifname` as an af_xdp port; returns its halves and what the
 /// kernel gave (native or generic XDP, zero-copy or copy).
 pub fn open(ifname: &str, queue: u32, mode: Mode) -> io::Result<(XdpRx, XdpTx, Attached)> {
-    let ifindex = sys::if_index(ifname)
-        .map_err(|e| io::Error::new(e.kind(), format!("port {ifname}: {e}")))?;
-    if let Err(e) = sys::set_link_up(ifname) {
-        eprintln!(
-            "{}: warning: could not set {ifname} up: {e}",
-            sys::program()
-        );
-    }
-    check_mtu(
-        ifname,
-        sys::interface_mtu(ifname).map_err(|e| annotate(ifname, "MTU", e))?,
-    )?;
-
-    // SAFETY: plain syscall, fd owned at once.
-    let raw = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        let e = io::Error::last_os_error();
-        return Err(annotate(
-            ifname,
-            "socket (needs CAP_NET_RAW and a kernel with CONFIG_XDP_SOCKETS)",
-            e,
-        ));
-    }
-    // SAFETY: fresh descriptor.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let ifindex = prepare_interface(ifname)?;
+    let fd = xdp_socket(ifname)?;
     let s = fd.as_raw_fd();
-
-    let umem_len = (RX_CHUNKS + TX_CHUNKS) as usize * CHUNK;
-    let umem = Mmap::anonymous(umem_len).map_err(|e| annotate(ifname, "UMEM", e))?;
-    let reg = UmemReg {
-        addr: umem.ptr as u64,
-        len: umem_len as u64,
-        chunk_size: CHUNK as u32,
-        headroom: 0,
-        flags: 0,
-        tx_metadata_len: 0,
-    };
-    setsockopt(s, XDP_UMEM_REG, &reg).map_err(|e| annotate(ifname, "XDP_UMEM_REG", e))?;
-    for (opt, n, what) in [
-        (XDP_UMEM_FILL_RING, RX_CHUNKS, "fill ring"),
-        (XDP_UMEM_COMPLETION_RING, TX_CHUNKS, "completion ring"),
-        (XDP_RX_RING, RX_CHUNKS, "rx ring"),
-        (XDP_TX_RING, TX_CHUNKS, "tx ring"),
-    ] {
-        setsockopt(s, opt, &n).map_err(|e| annotate(ifname, what, e))?;
-    }
-    let mut off = MmapOffsets::default();
-    getsockopt(s, XDP_MMAP_OFFSETS, &mut off)
-        .map_err(|e| annotate(ifname, "XDP_MMAP_OFFSETS", e))?;
-    let map_err = |e| annotate(ifname, "mmap ring", e);
-    let fill: Ring<u64> =
-        Ring::map(s, &off.fr, RX_CHUNKS, XDP_UMEM_PGOFF_FILL_RING).map_err(map_err)?;
-    let comp: Ring<u64> =
-        Ring::map(s, &off.cr, TX_CHUNKS, XDP_UMEM_PGOFF_COMPLETION_RING).map_err(map_err)?;
-    let rx: Ring<XdpDesc> = Ring::map(s, &off.rx, RX_CHUNKS, XDP_PGOFF_RX_RING).map_err(map_err)?;
-    let tx: Ring<XdpDesc> = Ring::map(s, &off.tx, TX_CHUNKS, XDP_PGOFF_TX_RING).map_err(map_err)?;
+    let umem = register_umem(ifname, s)?;
+    let rings = map_rings(ifname, s)?;
 
     // Every rx chunk goes to the kernel before the socket is bound.
     for i in 0..RX_CHUNKS {
-        fill.set(i, u64::from(i) * CHUNK as u64);
+        rings.fill.set(i, u64::from(i) * CHUNK as u64);
     }
-    fill.prod().store(RX_CHUNKS, Ordering::Release);
+    rings.fill.prod().store(RX_CHUNKS, Ordering::Release);
 
     let (map, prog, link, native) = attach_program(ifname, ifindex, queue)?;
     let zerocopy = bind(ifname, s, ifindex, queue, mode)?;
@@ -514,20 +463,98 @@ pub fn open(ifname: &str, queue: u32, mode: Mode) -> io::Result<(XdpRx, XdpTx, A
     Ok((
         XdpRx {
             xsk: xsk.clone(),
-            rx,
-            fill,
+            rx: rings.rx,
+            fill: rings.fill,
             held: vec![XdpDesc::default(); BATCH].into_boxed_slice(),
             n_held: 0,
             drops_seen: Cell::new(0),
         },
         XdpTx {
             xsk,
-            tx,
-            comp,
+            tx: rings.tx,
+            comp: rings.comp,
             free,
         },
         Attached { native, zerocopy },
     ))
+}
+
+/// The interface's index, once it is up (a warning if it cannot be set up) and its MTU fits a
+/// UMEM chunk.
+fn prepare_interface(ifname: &str) -> io::Result<u32> {
+    let ifindex = sys::if_index(ifname)
+        .map_err(|e| io::Error::new(e.kind(), format!("port {ifname}: {e}")))?;
+    if let Err(e) = sys::set_link_up(ifname) {
+        eprintln!(
+            "{}: warning: could not set {ifname} up: {e}",
+            sys::program()
+        );
+    }
+    check_mtu(
+        ifname,
+        sys::interface_mtu(ifname).map_err(|e| annotate(ifname, "MTU", e))?,
+    )?;
+    Ok(ifindex)
+}
+
+fn xdp_socket(ifname: &str) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall, fd owned at once.
+    let raw = unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        let e = io::Error::last_os_error();
+        return Err(annotate(
+            ifname,
+            "socket (needs CAP_NET_RAW and a kernel with CONFIG_XDP_SOCKETS)",
+            e,
+        ));
+    }
+    // SAFETY: fresh descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// The UMEM (rx chunks, then tx chunks), registered with socket `s`, and the sizes of its rings.
+fn register_umem(ifname: &str, s: RawFd) -> io::Result<Mmap> {
+    let umem_len = (RX_CHUNKS + TX_CHUNKS) as usize * CHUNK;
+    let umem = Mmap::anonymous(umem_len).map_err(|e| annotate(ifname, "UMEM", e))?;
+    let reg = UmemReg {
+        addr: umem.ptr as u64,
+        len: umem_len as u64,
+        chunk_size: CHUNK as u32,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    setsockopt(s, XDP_UMEM_REG, &reg).map_err(|e| annotate(ifname, "XDP_UMEM_REG", e))?;
+    for (opt, n, what) in [
+        (XDP_UMEM_FILL_RING, RX_CHUNKS, "fill ring"),
+        (XDP_UMEM_COMPLETION_RING, TX_CHUNKS, "completion ring"),
+        (XDP_RX_RING, RX_CHUNKS, "rx ring"),
+        (XDP_TX_RING, TX_CHUNKS, "tx ring"),
+    ] {
+        setsockopt(s, opt, &n).map_err(|e| annotate(ifname, what, e))?;
+    }
+    Ok(umem)
+}
+
+/// The socket's four rings, mapped.
+struct Rings {
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    rx: Ring<XdpDesc>,
+    tx: Ring<XdpDesc>,
+}
+
+fn map_rings(ifname: &str, s: RawFd) -> io::Result<Rings> {
+    let mut off = MmapOffsets::default();
+    getsockopt(s, XDP_MMAP_OFFSETS, &mut off)
+        .map_err(|e| annotate(ifname, "XDP_MMAP_OFFSETS", e))?;
+    let map_err = |e| annotate(ifname, "mmap ring", e);
+    Ok(Rings {
+        fill: Ring::map(s, &off.fr, RX_CHUNKS, XDP_UMEM_PGOFF_FILL_RING).map_err(map_err)?,
+        comp: Ring::map(s, &off.cr, TX_CHUNKS, XDP_UMEM_PGOFF_COMPLETION_RING).map_err(map_err)?,
+        rx: Ring::map(s, &off.rx, RX_CHUNKS, XDP_PGOFF_RX_RING).map_err(map_err)?,
+        tx: Ring::map(s, &off.tx, TX_CHUNKS, XDP_PGOFF_TX_RING).map_err(map_err)?,
+    })
 }
 
 /// Creates the XSKMAP, loads the program and links it to the interface (native mode, else
