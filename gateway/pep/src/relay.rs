@@ -146,42 +146,15 @@ fn pump(c: Arc<Conn>, src: usize) {
         match sock::splice(s, pipe.w.as_raw_fd(), chunk) {
             Ok(0) => break,
             Ok(n) => {
-                let mut left = n;
-                while left > 0 {
-                    match sock::splice(pipe.r.as_raw_fd(), d, left) {
-                        Ok(k) => {
-                            left -= k;
-                            c.bytes[src].fetch_add(k as u64, Ordering::Relaxed);
-                            Counters::add(counter, k as u64);
-                            c.touch();
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) if is_timeout(&e) => {
-                            if c.aborted() || c.idle_expired() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            // writing failed: dst's peer reset (or the leg timed out)
-                            if !c.aborted() {
-                                c.abort(&[src], reset_by(dst), Some(e.to_string()));
-                            }
-                            return;
-                        }
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if is_timeout(&e) => {
-                if c.aborted() || c.idle_expired() {
+                if !drain(&c, &pipe, d, n, src, counter) {
                     return;
                 }
             }
+            // reading failed: src's peer reset (or the leg timed out)
             Err(e) => {
-                if !c.aborted() {
-                    c.abort(&[dst], reset_by(src), Some(e.to_string()));
+                if !retry_after(&c, &e, dst, src) {
+                    return;
                 }
-                return;
             }
         }
     }
@@ -189,8 +162,49 @@ fn pump(c: Arc<Conn>, src: usize) {
         return; // the EOF was our own SHUT_RD
     }
     sock::shutdown(d, libc::SHUT_WR);
-    // Half-closed: the source can still be reset. POLLHUP comes once the other direction has shut
-    // the source for writing too (or the source closed); POLLERR with a reset.
+    watch_half_closed(&c, s, src);
+}
+
+/// Moves the `n` bytes just read into the pipe on to leg `d`; false when the direction ends.
+fn drain(c: &Conn, pipe: &Pipe, d: RawFd, n: usize, src: usize, counter: &AtomicU64) -> bool {
+    let mut left = n;
+    while left > 0 {
+        match sock::splice(pipe.r.as_raw_fd(), d, left) {
+            Ok(k) => {
+                left -= k;
+                c.bytes[src].fetch_add(k as u64, Ordering::Relaxed);
+                Counters::add(counter, k as u64);
+                c.touch();
+            }
+            // writing failed: dst's peer reset (or the leg timed out)
+            Err(e) => {
+                if !retry_after(c, &e, src, 1 - src) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// After a failed splice: true to try again (interrupted, or blocked and neither aborted nor
+/// idle too long); otherwise false, and a real error aborts leg `victim` as reset by `by`'s peer.
+fn retry_after(c: &Conn, e: &io::Error, victim: usize, by: usize) -> bool {
+    if e.kind() == io::ErrorKind::Interrupted {
+        return true;
+    }
+    if is_timeout(e) {
+        return !(c.aborted() || c.idle_expired());
+    }
+    if !c.aborted() {
+        c.abort(&[victim], reset_by(by), Some(e.to_string()));
+    }
+    false
+}
+
+/// Half-closed: the source can still be reset. POLLHUP comes once the other direction has shut
+/// the source for writing too (or the source closed); POLLERR with a reset.
+fn watch_half_closed(c: &Conn, s: RawFd, src: usize) {
     let tick = Duration::from_millis(200);
     loop {
         if c.aborted() {
@@ -200,7 +214,7 @@ fn pump(c: Arc<Conn>, src: usize) {
         let err = sock::take_error(s);
         if err != 0 || rev & libc::POLLERR != 0 {
             c.abort(
-                &[dst],
+                &[1 - src],
                 reset_by(src),
                 Some(io::Error::from_raw_os_error(err).to_string()),
             );
