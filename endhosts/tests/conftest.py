@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,3 +35,23 @@ def netns() -> Iterator[str]:
         yield name
     finally:
         subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+def _struct_ops_ids() -> set[int]:
+    out = run("bpftool", "-j", "struct_ops", "show")
+    return {int(m["id"]) for m in json.loads(out or "[]")}
+
+
+@pytest.fixture(autouse=True)
+def no_struct_ops_left() -> Iterator[None]:
+    """Fails a test whose struct_ops maps outlive it. A socket still using a scheme's congestion
+    control keeps its map after the loader has gone: an orphan retransmitting into a dropped path
+    kept one (and its deleted namespace) for about two minutes. The kernel frees a released map
+    after an RCU grace period: waited out for up to 5 s. Other processes loading schemes at the
+    same time would show here too: run these tests alone (as CI does)."""
+    before = _struct_ops_ids()
+    yield
+    deadline = time.monotonic() + 5
+    while (left := _struct_ops_ids() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"struct_ops maps (bpftool struct_ops show) left by this test: {sorted(left)}"

@@ -86,6 +86,11 @@ def main() -> None:
     for i in range(a.flood):
         icmp.sendto(notice(sport, a.port, first + 3 + i, 100 + i, key), (LOCAL, 0))
     time.sleep(0.6)  # the timeout fires: the kernel's first loss of this connection
+    # Abort the connection (RST, freed at once): closed with its data still dropped on arrival,
+    # it would live on as an orphan retransmitting for minutes, holding the scheme's struct_ops
+    # map and the deleted namespace after the test.
+    sender.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sender.close()
     kinds = [k for k, v in sent.items() if v]
     print(json.dumps({"first_seq": first, "sport": sport, "sent": kinds}))
 
