@@ -157,6 +157,7 @@ def _send_bytes(
     except OSError as exc:
         return {"t_start": t_start, "error": str(exc), "bytes_sent": 0, "complete": False}
     sent = 0
+    fin_seen = False
     try:
         t_conn = time.monotonic()
         payload = memoryview(bytes(CHUNK))
@@ -186,6 +187,7 @@ def _send_bytes(
                 s.settimeout(left)
             try:
                 if not s.recv(4096):
+                    fin_seen = True
                     break
             except TimeoutError:
                 if stopping.is_set():
@@ -201,6 +203,11 @@ def _send_bytes(
     except OSError as exc:
         return {"t_start": t_start, "error": str(exc), "bytes_sent": sent, "complete": False}
     finally:
+        if not fin_seen and s.fileno() != -1:  # (_abort has closed it already)
+            # Cut short (the run's end): reset rather than leave an orphan socket retransmitting
+            # its unsent data for minutes after the testbed is gone, holding the congestion
+            # control it used (an eBPF scheme's struct_ops map) and its namespace.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
 
 
