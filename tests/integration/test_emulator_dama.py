@@ -125,3 +125,35 @@ def test_tcp_upload_over_dama_completes(topo: Topology, emulator: EmulatorFactor
     assert res.received_sha256 == res.sent_sha256
     # 600 kB at the 2.2 Mbit/s ceiling alone takes 2.2 s.
     assert 2.2 < res.seconds < 30
+
+
+def test_contention_access_loses_requests_under_load(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """RBDC only, requests by contention against a background load of 3 requests per contention
+    slot (a request gets through with probability exp(-3) = 5 %), backoff 0-3 superframes: the
+    terminal tries, collides and backs off until a request gets through, and its data cross once
+    one has. (Stray frames before the upload, ARP and IPv6 neighbour discovery, also ask for
+    capacity, so the tries are not all the upload's: the counts, not the first packet's delay,
+    are checked.)"""
+    emu = emulator(
+        **dama_return(
+            cra_kbps=0,
+            rbdc_max_kbps=1024,
+            contention={
+                "slots_per_superframe": 4,
+                "background_load": 3.0,
+                "backoff_superframes": 3,
+            },
+        )
+    )
+    rx = upload(topo, 2e6, 2.0)
+    dama = emu.status()["return"]["dama"]
+    first_s = rx.arrivals[0].t - rx.arrivals[0].sent_ns / 1e9
+    print(
+        f"contention: {dama['contention_attempts']} tries, {dama['contention_collisions']} "
+        f"collisions; first arrival {first_s * 1e3:.1f} ms after its send"
+    )
+    assert dama["contention_collisions"] >= 1
+    assert dama["contention_attempts"] > dama["contention_collisions"]
+    assert first_s >= REQUEST_DELAY_S + ONE_WAY_S - 0.005

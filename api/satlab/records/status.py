@@ -72,6 +72,14 @@ class DamaStatus(TypedDict):
     will have one of these per terminal.
     """
 
+    contention_attempts: int
+    """
+    Requests sent in contention slots so far (`dama.contention`; 0 without it).
+    """
+    contention_collisions: int
+    """
+    Of which lost in a collision.
+    """
     cra_kbps: float
     """
     Of which CRA, kbit/s.

@@ -740,6 +740,43 @@ pub struct DamaConfig {
     pub scheduling_delay_superframes: u32,
     /// Free capacity assignment: slots nobody asked for go to the terminal.
     pub free_capacity: bool,
+    /// Contention access for requests (slotted ALOHA); absent: every request reaches the
+    /// gateway. Not printed when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention: Option<ContentionConfig>,
+}
+
+/// Contention access for capacity requests (`return.dama.contention`, DVB-RCS2's random access
+/// in slotted ALOHA). A terminal that had no granted slot in the last superframe has no burst to
+/// carry its request in-band: it sends it in one of `slots_per_superframe` contention slots,
+/// picked at random, where the other terminals of the beam (not modelled one by one) send
+/// `background_load` requests per slot on average (Poisson). The request gets through only alone
+/// in its slot, with probability exp(-background_load); after a collision the terminal waits a
+/// uniform 0..=`backoff_superframes` superframes before it tries again. The gateway's answer is the
+/// grant, so a lost request costs its round trip before the terminal can tell; here it tries again
+/// at its next superframe (after the backoff), as a terminal without a grant does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContentionConfig {
+    /// Contention slots per superframe (each terminal request takes one).
+    #[schemars(range(min = 1, max = 1000))]
+    pub slots_per_superframe: u32,
+    /// The other terminals' requests per contention slot (offered load G; 0: no collisions).
+    #[schemars(range(min = 0.0, max = 20.0))]
+    pub background_load: f64,
+    /// Largest random wait after a collision, superframes.
+    #[schemars(range(min = 0, max = 1000), extend("x-unit" = "superframes"))]
+    pub backoff_superframes: u32,
+}
+
+impl Default for ContentionConfig {
+    fn default() -> Self {
+        ContentionConfig {
+            slots_per_superframe: 4,
+            background_load: 0.5,
+            backoff_superframes: 3,
+        }
+    }
 }
 
 impl Default for DamaConfig {
@@ -756,6 +793,7 @@ impl Default for DamaConfig {
             request_delay_superframes: None,
             scheduling_delay_superframes: 1,
             free_capacity: false,
+            contention: None,
         }
     }
 }

@@ -18,6 +18,10 @@
 //! - VBDC = the backlog not covered by volume already asked for nor by CRA + RBDC over one round
 //!   trip, at most `vbdc_max_bytes`.
 //!
+//! With `contention`, a request of a terminal that had no granted slot in the last superframe
+//! (no burst to carry it in-band) goes in a contention slot and is lost in a collision with
+//! probability 1 - exp(-background_load) (slotted ALOHA; config.rs, ContentionConfig).
+//!
 //! The grant is spread evenly over the superframe's frames, each frame's granted slots first.
 //! One burst per slot; a slot's payload is the burst's at the terminal's MODCOD (RCS2 waveform
 //! table). Rates are turned into slots with a fractional carry, so CRA over a long run is exact.
@@ -26,7 +30,8 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, DamaConfig};
+use crate::config::{ConfigError, ContentionConfig, DamaConfig};
+use crate::rng::Rng;
 use crate::types::DamaStatus;
 
 /// A capacity request on its way to the gateway.
@@ -37,6 +42,48 @@ struct Request {
     /// RBDC rate asked for, bit/s (`None`: no RBDC request in this superframe).
     rbdc_bps: Option<f64>,
     vbdc_bytes: u64,
+}
+
+/// Contention access of the terminal's requests (slotted ALOHA against a background load).
+#[derive(Debug)]
+struct Contention {
+    /// Probability that a request is alone in its slot: exp(-background_load).
+    p_success: f64,
+    backoff_sf: u32,
+    rng: Rng,
+    /// The first superframe the terminal may try again after a collision.
+    next_try_sf: u64,
+    attempts: u64,
+    collisions: u64,
+}
+
+impl Contention {
+    fn new(c: &ContentionConfig, rng: Rng) -> Self {
+        Contention {
+            p_success: (-c.background_load).exp(),
+            backoff_sf: c.backoff_superframes,
+            rng,
+            next_try_sf: 0,
+            attempts: 0,
+            collisions: 0,
+        }
+    }
+
+    /// Whether a request sent in superframe `sf` reaches the gateway (false: no try this
+    /// superframe, backing off, or lost in a collision).
+    fn send(&mut self, sf: u64) -> bool {
+        if sf < self.next_try_sf {
+            return false;
+        }
+        self.attempts += 1;
+        if self.rng.f64() < self.p_success {
+            return true;
+        }
+        self.collisions += 1;
+        let wait = (self.rng.f64() * (self.backoff_sf + 1) as f64) as u64;
+        self.next_try_sf = sf + 1 + wait;
+        false
+    }
 }
 
 /// Slots granted in one superframe, by capacity category.
@@ -67,6 +114,7 @@ pub(crate) struct Dama {
     vbdc_max_bytes: u64,
     request_delay_sf: u64,
     free_capacity: bool,
+    contention: Option<Contention>,
     /// The current superframe (`None` before the first tick).
     sf: Option<u64>,
     // Terminal side.
@@ -91,13 +139,15 @@ pub(crate) struct Dama {
 impl Dama {
     /// Builds the DAMA stage of the return direction (`p` = `return`). `burst_ns` is one burst's
     /// duration; `slot_bytes` the payload of a burst at the terminal's initial MODCOD;
-    /// `two_way_delay_ns` the return + forward propagation delay at the start.
+    /// `two_way_delay_ns` the return + forward propagation delay at the start; `rng` the
+    /// contention stream.
     pub(crate) fn build(
         c: &DamaConfig,
         p: &str,
         burst_ns: f64,
         slot_bytes: u32,
         two_way_delay_ns: u64,
+        rng: Rng,
     ) -> Result<Self, ConfigError> {
         let frame_ns = c.frame_duration_ms * 1e6;
         let slot_ns = frame_ns / c.timeslots_per_frame as f64;
@@ -149,6 +199,7 @@ impl Dama {
             vbdc_max_bytes: c.vbdc_max_bytes,
             request_delay_sf,
             free_capacity: c.free_capacity,
+            contention: c.contention.as_ref().map(|k| Contention::new(k, rng)),
             sf: None,
             arrived_bytes: 0,
             vbdc_pending_bytes: 0,
@@ -211,15 +262,25 @@ impl Dama {
         let vbdc = backlog_bytes
             .saturating_sub(covered)
             .min(self.vbdc_max_bytes);
-        self.vbdc_pending_bytes += vbdc;
         self.last_rbdc_request_bps = rbdc;
         self.last_vbdc_request_bytes = vbdc;
-        if rbdc > 0.0 || vbdc > 0 {
+        if (rbdc > 0.0 || vbdc > 0) && self.request_gets_through(sf) {
+            self.vbdc_pending_bytes += vbdc;
             self.in_flight.push_back(Request {
                 effective_sf: sf + self.request_delay_sf,
                 rbdc_bps: (rbdc > 0.0).then_some(rbdc),
                 vbdc_bytes: vbdc,
             });
+        }
+    }
+
+    /// In-band (the last superframe's grant gave the terminal a burst to carry it in) or, with
+    /// contention access, through a contention slot.
+    fn request_gets_through(&mut self, sf: u64) -> bool {
+        let in_band = self.grant.total() > 0;
+        match &mut self.contention {
+            Some(c) if !in_band => c.send(sf),
+            _ => true,
         }
     }
 
@@ -319,6 +380,8 @@ impl Dama {
             rbdc_kbps: kbps(self.grant.rbdc),
             vbdc_kbps: kbps(self.grant.vbdc),
             fca_kbps: kbps(self.grant.fca),
+            contention_attempts: self.contention.as_ref().map_or(0, |c| c.attempts),
+            contention_collisions: self.contention.as_ref().map_or(0, |c| c.collisions),
         }
     }
 
@@ -346,11 +409,12 @@ mod tests {
             request_delay_superframes: Some(4),
             scheduling_delay_superframes: 1,
             free_capacity: false,
+            contention: None,
         }
     }
 
     fn build(c: &DamaConfig) -> Dama {
-        Dama::build(c, "return", 500_000.0, 100, 500_000_000).unwrap()
+        Dama::build(c, "return", 500_000.0, 100, 500_000_000, Rng::new(7)).unwrap()
     }
 
     /// Runs `n` superframes with a constant backlog; the slots granted in each.
@@ -477,12 +541,13 @@ mod tests {
             500_000.0,
             100,
             0,
+            Rng::new(7),
         )
         .unwrap_err();
         assert!(e
             .to_string()
             .starts_with("return.dama.cra_kbps: 900 kbit/s does not fit"));
-        let e = Dama::build(&cfg(), "return", 1_500_000.0, 100, 0).unwrap_err();
+        let e = Dama::build(&cfg(), "return", 1_500_000.0, 100, 0, Rng::new(7)).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("return.dama.timeslots_per_frame:"),
@@ -501,8 +566,76 @@ mod tests {
             500_000.0,
             100,
             505_000_000,
+            Rng::new(7),
         )
         .unwrap();
         assert_eq!(d.request_delay_sf, 51 + 1);
+    }
+
+    /// An RBDC request every superframe (a backlog is always there) that no grant answers within
+    /// the test (a request delay of 10 000 superframes), so each one goes through contention.
+    fn contending(load: f64, backoff: u32) -> Dama {
+        build(&DamaConfig {
+            rbdc_max_kbps: 100.0,
+            request_delay_superframes: Some(10_000),
+            contention: Some(ContentionConfig {
+                slots_per_superframe: 4,
+                background_load: load,
+                backoff_superframes: backoff,
+            }),
+            ..cfg()
+        })
+    }
+
+    #[test]
+    fn contention_loses_requests_at_the_slotted_aloha_rate() {
+        let mut d = contending(1.0, 0);
+        for _ in 0..4000 {
+            d.tick(10_000, 100);
+        }
+        let st = d.status();
+        assert_eq!(
+            st.contention_attempts, 4000,
+            "no backoff: a try every superframe"
+        );
+        let lost = st.contention_collisions as f64 / st.contention_attempts as f64;
+        // 1 - exp(-1) = 0.632; 4000 Bernoulli draws: sd 0.008, five of them allowed.
+        assert!((lost - 0.632).abs() < 0.04, "{lost}");
+        // Only the requests that got through are in flight to the gateway.
+        assert_eq!(d.in_flight.len() as u64, 4000 - st.contention_collisions);
+    }
+
+    #[test]
+    fn after_a_collision_the_terminal_backs_off() {
+        // Every request collides (exp(-20) = 2e-9): after a try the next superframe plus a
+        // uniform 0..=4 superframes of wait, 1 + 2 = 3 superframes a try on average (1000
+        // intervals of sd 1.4: sd of the mean 0.05, six of them allowed).
+        let mut d = contending(20.0, 4);
+        for _ in 0..3000 {
+            d.tick(10_000, 100);
+        }
+        let st = d.status();
+        assert_eq!(st.contention_attempts, st.contention_collisions);
+        let per_try = 3000.0 / st.contention_attempts as f64;
+        assert!((per_try - 3.0).abs() < 0.3, "{per_try} superframes a try");
+    }
+
+    #[test]
+    fn a_terminal_with_a_grant_sends_its_requests_in_band() {
+        // CRA gives a slot every superframe: no request needs a contention slot.
+        let mut d = build(&DamaConfig {
+            cra_kbps: 80.0,
+            rbdc_max_kbps: 800.0,
+            contention: Some(ContentionConfig {
+                background_load: 20.0,
+                ..ContentionConfig::default()
+            }),
+            ..cfg()
+        });
+        d.tick(10_000, 100); // the first superframe: no grant yet, a contention try
+        for _ in 0..100 {
+            d.tick(10_000, 100);
+        }
+        assert_eq!(d.status().contention_attempts, 1);
     }
 }

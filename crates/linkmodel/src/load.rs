@@ -569,6 +569,30 @@ impl DirectionConfig {
             1000,
             " superframes",
         )?;
+        if let Some(c) = &d.contention {
+            let cp = format!("{dp}.contention");
+            check_range(
+                &format!("{cp}.slots_per_superframe"),
+                c.slots_per_superframe,
+                1,
+                1000,
+                "",
+            )?;
+            check_f64(
+                &format!("{cp}.background_load"),
+                c.background_load,
+                0.0,
+                20.0,
+                "",
+            )?;
+            check_range(
+                &format!("{cp}.backoff_superframes"),
+                c.backoff_superframes,
+                0,
+                1000,
+                " superframes",
+            )?;
+        }
         if p != Dir::Return.as_str() || self.link_kind() != LinkKind::Rcs2 {
             return Err(ConfigError::field(
                 dp,

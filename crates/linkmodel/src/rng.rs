@@ -17,6 +17,8 @@ pub enum Stream {
     Reorder = 3,
     /// Residual bit errors of failed frames delivered (`failed_frames`).
     FailedFrames = 4,
+    /// Contention access of DAMA requests: collisions and backoffs (`dama.contention`).
+    Contention = 5,
 }
 
 fn splitmix64(state: &mut u64) -> u64 {

@@ -25,6 +25,7 @@ use crate::delay::DelaySource;
 use crate::framing::{self, Gse, Partial};
 use crate::modcod::{dvbs2_shape, rcs2_shape, FrameShape, ModcodTable};
 use crate::queue::Queue;
+use crate::rng::{Rng, Stream};
 use crate::types::{DamaStatus, Dir, ModcodStatus};
 
 /// Frames with fewer data bytes than this are not used (no room for GSE headers and data).
@@ -119,7 +120,8 @@ impl Phy {
         let burst_ns = shape.symbols as f64 * 1e9 / symbol_rate_baud;
         let two_way = DelaySource::from_config(cfg, cfg.direction(dir))?.at(0)
             + DelaySource::from_config(cfg, cfg.direction(dir.opposite()))?.at(0);
-        Dama::build(c, dir.as_str(), burst_ns, shape.data_bytes, two_way).map(Some)
+        let rng = Rng::derive(cfg.seed, dir, Stream::Contention);
+        Dama::build(c, dir.as_str(), burst_ns, shape.data_bytes, two_way, rng).map(Some)
     }
 
     /// Payload of a frame (burst) at the MODCOD in use, bytes (0 on a fixed-rate link).

@@ -155,6 +155,10 @@ pub struct DamaStatus {
     pub vbdc_kbps: f64,
     /// Of which free capacity, kbit/s.
     pub fca_kbps: f64,
+    /// Requests sent in contention slots so far (`dama.contention`; 0 without it).
+    pub contention_attempts: u64,
+    /// Of which lost in a collision.
+    pub contention_collisions: u64,
 }
 
 /// Status and counters of one traffic class of the queue (counters only grow).

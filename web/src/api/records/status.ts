@@ -123,6 +123,14 @@ export interface Counters {
  */
 export interface DamaStatus {
   /**
+   * Requests sent in contention slots so far (`dama.contention`; 0 without it).
+   */
+  contention_attempts: number;
+  /**
+   * Of which lost in a collision.
+   */
+  contention_collisions: number;
+  /**
    * Of which CRA, kbit/s.
    */
   cra_kbps: number;
