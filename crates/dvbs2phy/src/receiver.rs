@@ -157,75 +157,23 @@ impl Receiver {
     ) -> FrameResult {
         let t_start = Instant::now();
         let mc = self.cfg.modcod;
-        let pilot = C64::new(
-            std::f64::consts::FRAC_1_SQRT_2,
-            std::f64::consts::FRAC_1_SQRT_2,
-        );
         // Descrambled body (data + pilots).
         let body: Vec<C64> = y[90..]
             .iter()
             .zip(&self.scrambling)
             .map(|(a, s)| *a * s.conj())
             .collect();
-        let mut anchors = vec![self.anchor(&y[..90], &self.header, 0)];
-        let pilot_block = [pilot; 36];
-        for &p in &self.layout.pilots {
-            anchors.push(self.anchor(&body[p..p + 36], &pilot_block, 90 + p));
-        }
-        if let Some(nh) = next_header {
-            anchors.push(self.anchor(nh, &self.header, self.frame_len));
-        }
-        // Gain from every known symbol of this frame; phases unwrapped along the frame.
-        let (corr_all, e_all) = anchors.iter().fold((0.0, 0.0), |(c, e), a| {
-            (c + a.corr.norm2().sqrt(), e + a.energy)
-        });
-        let gain = (corr_all / e_all).max(1e-12);
-        let mut phases: Vec<(f64, f64)> = Vec::with_capacity(anchors.len());
-        for a in &anchors {
-            let mut ph = a.corr.arg();
-            if let Some(&(_, prev)) = phases.last() {
-                let tau = std::f64::consts::TAU;
-                ph += tau * ((prev - ph) / tau).round();
-            }
-            phases.push((a.t, ph));
-        }
-        let phase_at = |t: f64| -> f64 {
-            if t <= phases[0].0 || phases.len() == 1 {
-                return phases[0].1;
-            }
-            let i = phases.partition_point(|&(x, _)| x <= t);
-            if i >= phases.len() {
-                return phases[phases.len() - 1].1;
-            }
-            let (x0, p0) = phases[i - 1];
-            let (x1, p1) = phases[i];
-            p0 + (p1 - p0) * (t - x0) / (x1 - x0)
-        };
-        // Noise: residual on the known symbols of this frame after the phase/gain correction.
-        let mut resid = 0.0;
-        let mut nknown = 0usize;
-        for (k, s) in self.header.iter().enumerate() {
-            let r = y[k] * C64::polar(1.0 / gain, -phase_at(k as f64).to_degrees());
-            resid += (r - *s).norm2();
-            nknown += 1;
-        }
-        for &p in &self.layout.pilots {
-            for (k, b) in body.iter().enumerate().skip(p).take(36) {
-                let r = *b * C64::polar(1.0 / gain, -phase_at((90 + k) as f64).to_degrees());
-                resid += (r - pilot).norm2();
-                nknown += 1;
-            }
-        }
-        let n0_est = (resid / nknown as f64).max(1e-12);
+        let track = self.track(y, &body, next_header);
+        let n0_est = self.noise(y, &body, &track);
         let n0 = match self.cfg.n0 {
-            Some(n0) => n0 / (gain * gain),
+            Some(n0) => n0 / (track.gain * track.gain),
             None => n0_est,
         };
         // Soft demapping.
         let m = mc.modulation.bits();
         let mut sym_llrs = vec![0.0f64; mc.frame.nldpc()];
         for (i, &p) in self.layout.data.iter().enumerate() {
-            let r = body[p] * C64::polar(1.0 / gain, -phase_at((90 + p) as f64).to_degrees());
+            let r = track.correct(body[p], 90 + p);
             self.cons.llr(r, n0, &mut sym_llrs[i * m..(i + 1) * m]);
         }
         let llrs = plframe::deinterleave(&mc, &sym_llrs);
@@ -256,5 +204,88 @@ impl Receiver {
             esn0_est_db: -10.0 * n0_est.log10(),
             decode_s,
         }
+    }
+
+    /// Gain and phase along the frame from its known symbols: the PLHEADER, every pilot block
+    /// and the next frame's PLHEADER when given.
+    fn track(&self, y: &[C64], body: &[C64], next_header: Option<&[C64]>) -> Track {
+        let mut anchors = vec![self.anchor(&y[..90], &self.header, 0)];
+        let pilot_block = [PILOT; 36];
+        for &p in &self.layout.pilots {
+            anchors.push(self.anchor(&body[p..p + 36], &pilot_block, 90 + p));
+        }
+        if let Some(nh) = next_header {
+            anchors.push(self.anchor(nh, &self.header, self.frame_len));
+        }
+        Track::new(&anchors)
+    }
+
+    /// Noise power per symbol: the residual on the frame's known symbols once corrected.
+    fn noise(&self, y: &[C64], body: &[C64], track: &Track) -> f64 {
+        let mut resid = 0.0;
+        let mut nknown = 0usize;
+        for (k, s) in self.header.iter().enumerate() {
+            resid += (track.correct(y[k], k) - *s).norm2();
+            nknown += 1;
+        }
+        for &p in &self.layout.pilots {
+            for (k, b) in body.iter().enumerate().skip(p).take(36) {
+                resid += (track.correct(*b, 90 + k) - PILOT).norm2();
+                nknown += 1;
+            }
+        }
+        (resid / nknown as f64).max(1e-12)
+    }
+}
+
+/// A pilot symbol: (1 + j) / sqrt(2).
+const PILOT: C64 = C64 {
+    re: std::f64::consts::FRAC_1_SQRT_2,
+    im: std::f64::consts::FRAC_1_SQRT_2,
+};
+
+/// The frame's gain (from every known symbol) and its phase, unwrapped along the frame and
+/// interpolated linearly between anchors.
+struct Track {
+    gain: f64,
+    /// (symbol time, phase in radians), in time order.
+    phases: Vec<(f64, f64)>,
+}
+
+impl Track {
+    fn new(anchors: &[Anchor]) -> Self {
+        let (corr_all, e_all) = anchors.iter().fold((0.0, 0.0), |(c, e), a| {
+            (c + a.corr.norm2().sqrt(), e + a.energy)
+        });
+        let gain = (corr_all / e_all).max(1e-12);
+        let mut phases: Vec<(f64, f64)> = Vec::with_capacity(anchors.len());
+        for a in anchors {
+            let mut ph = a.corr.arg();
+            if let Some(&(_, prev)) = phases.last() {
+                let tau = std::f64::consts::TAU;
+                ph += tau * ((prev - ph) / tau).round();
+            }
+            phases.push((a.t, ph));
+        }
+        Track { gain, phases }
+    }
+
+    fn phase_at(&self, t: f64) -> f64 {
+        let phases = &self.phases;
+        if t <= phases[0].0 || phases.len() == 1 {
+            return phases[0].1;
+        }
+        let i = phases.partition_point(|&(x, _)| x <= t);
+        if i >= phases.len() {
+            return phases[phases.len() - 1].1;
+        }
+        let (x0, p0) = phases[i - 1];
+        let (x1, p1) = phases[i];
+        p0 + (p1 - p0) * (t - x0) / (x1 - x0)
+    }
+
+    /// Symbol `r` at frame position `k` with the gain and phase taken out.
+    fn correct(&self, r: C64, k: usize) -> C64 {
+        r * C64::polar(1.0 / self.gain, -self.phase_at(k as f64).to_degrees())
     }
 }
