@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{
     check_range, AcmMode, AttenuationConfig, AttenuationKind, BitErrorModel, ConfigError,
-    DirectionConfig, LinkConfig, LinkKind, MAX_CLASSES,
+    DirectionConfig, FlowRule, LinkConfig, LinkKind, QueueConfig, MAX_CLASSES,
 };
 use crate::direction::LinkSetup;
 use crate::types::Dir;
@@ -344,48 +344,7 @@ impl DirectionConfig {
         let mut defaults = Vec::new();
         for (k, c) in q.classes.iter().enumerate() {
             let cp = format!("{p}.queue.classes[{k}]");
-            let name_ok = (1..=32).contains(&c.name.len())
-                && c.name.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
-                });
-            if !name_ok {
-                return Err(ConfigError::field(
-                    format!("{cp}.name"),
-                    format!("{:?} is not 1-32 characters of a-z, 0-9, _ and -", c.name),
-                ));
-            }
-            if q.classes[..k].iter().any(|o| o.name == c.name) {
-                return Err(ConfigError::field(
-                    format!("{cp}.name"),
-                    format!("class name {:?} is used twice", c.name),
-                ));
-            }
-            check_range(&format!("{cp}.priority"), c.priority, 0, 7, "")?;
-            check_range(&format!("{cp}.weight"), c.weight, 1, 1000, "")?;
-            if let Some(n) = c.limit_packets {
-                check_range(
-                    &format!("{cp}.limit_packets"),
-                    n,
-                    1,
-                    q.limit_packets,
-                    " packets (at most queue.limit_packets)",
-                )?;
-            }
-            if let Some(n) = c.limit_bytes {
-                check_range(
-                    &format!("{cp}.limit_bytes"),
-                    n,
-                    64,
-                    q.limit_bytes,
-                    " bytes (at most queue.limit_bytes)",
-                )?;
-            }
-            if c.dscp.len() > 64 || c.flows.len() > 64 {
-                return Err(ConfigError::field(
-                    cp,
-                    "at most 64 dscp values and 64 flow rules per class",
-                ));
-            }
+            validate_class(q, k, &cp)?;
             for (j, &d) in c.dscp.iter().enumerate() {
                 let dp = format!("{cp}.dscp[{j}]");
                 check_range(&dp, d, 0, 63, "")?;
@@ -398,23 +357,7 @@ impl DirectionConfig {
                 dscp_owner[usize::from(d)] = Some(&c.name);
             }
             for (j, r) in c.flows.iter().enumerate() {
-                let rp = format!("{cp}.flows[{j}]");
-                if r.protocol.is_none() && r.src_port.is_none() && r.dst_port.is_none() {
-                    return Err(ConfigError::field(
-                        rp,
-                        "a flow rule needs at least one of protocol, src_port, dst_port",
-                    ));
-                }
-                let ports = r.src_port.is_some() || r.dst_port.is_some();
-                if ports && !matches!(r.protocol, None | Some(6) | Some(17)) {
-                    return Err(ConfigError::field(
-                        format!("{rp}.protocol"),
-                        format!(
-                            "ports only exist for TCP (6) and UDP (17), not protocol {}",
-                            r.protocol.unwrap_or_default()
-                        ),
-                    ));
-                }
+                validate_flow_rule(r, &format!("{cp}.flows[{j}]"))?;
             }
             if crate::classes::is_default(c) {
                 defaults.push(c.name.as_str());
@@ -691,4 +634,73 @@ impl AttenuationConfig {
         }
         Ok(())
     }
+}
+
+/// Class `k` of queue `q` (at `cp`) on its own: name, priority, weight, limits, rule counts.
+fn validate_class(q: &QueueConfig, k: usize, cp: &str) -> Result<(), ConfigError> {
+    let c = &q.classes[k];
+    let name_ok = (1..=32).contains(&c.name.len())
+        && c.name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(ConfigError::field(
+            format!("{cp}.name"),
+            format!("{:?} is not 1-32 characters of a-z, 0-9, _ and -", c.name),
+        ));
+    }
+    if q.classes[..k].iter().any(|o| o.name == c.name) {
+        return Err(ConfigError::field(
+            format!("{cp}.name"),
+            format!("class name {:?} is used twice", c.name),
+        ));
+    }
+    check_range(&format!("{cp}.priority"), c.priority, 0, 7, "")?;
+    check_range(&format!("{cp}.weight"), c.weight, 1, 1000, "")?;
+    if let Some(n) = c.limit_packets {
+        check_range(
+            &format!("{cp}.limit_packets"),
+            n,
+            1,
+            q.limit_packets,
+            " packets (at most queue.limit_packets)",
+        )?;
+    }
+    if let Some(n) = c.limit_bytes {
+        check_range(
+            &format!("{cp}.limit_bytes"),
+            n,
+            64,
+            q.limit_bytes,
+            " bytes (at most queue.limit_bytes)",
+        )?;
+    }
+    if c.dscp.len() > 64 || c.flows.len() > 64 {
+        return Err(ConfigError::field(
+            cp,
+            "at most 64 dscp values and 64 flow rules per class",
+        ));
+    }
+    Ok(())
+}
+
+/// A class's flow rule (at `rp`): something to match, and ports only with TCP or UDP.
+fn validate_flow_rule(r: &FlowRule, rp: &str) -> Result<(), ConfigError> {
+    if r.protocol.is_none() && r.src_port.is_none() && r.dst_port.is_none() {
+        return Err(ConfigError::field(
+            rp,
+            "a flow rule needs at least one of protocol, src_port, dst_port",
+        ));
+    }
+    let ports = r.src_port.is_some() || r.dst_port.is_some();
+    if ports && !matches!(r.protocol, None | Some(6) | Some(17)) {
+        return Err(ConfigError::field(
+            format!("{rp}.protocol"),
+            format!(
+                "ports only exist for TCP (6) and UDP (17), not protocol {}",
+                r.protocol.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
 }
