@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{
     check_range, AcmMode, AttenuationConfig, AttenuationKind, BitErrorModel, ConfigError,
-    DirectionConfig, FlowRule, LinkConfig, LinkKind, QueueConfig, MAX_CLASSES,
+    ContentionConfig, DirectionConfig, FlowRule, LinkConfig, LinkKind, QueueConfig, MAX_CLASSES,
 };
 use crate::direction::LinkSetup;
 use crate::types::Dir;
@@ -513,28 +513,7 @@ impl DirectionConfig {
             " superframes",
         )?;
         if let Some(c) = &d.contention {
-            let cp = format!("{dp}.contention");
-            check_range(
-                &format!("{cp}.slots_per_superframe"),
-                c.slots_per_superframe,
-                1,
-                1000,
-                "",
-            )?;
-            check_f64(
-                &format!("{cp}.background_load"),
-                c.background_load,
-                0.0,
-                20.0,
-                "",
-            )?;
-            check_range(
-                &format!("{cp}.backoff_superframes"),
-                c.backoff_superframes,
-                0,
-                1000,
-                " superframes",
-            )?;
+            validate_contention(c, &format!("{dp}.contention"))?;
         }
         if p != Dir::Return.as_str() || self.link_kind() != LinkKind::Rcs2 {
             return Err(ConfigError::field(
@@ -634,6 +613,31 @@ impl AttenuationConfig {
         }
         Ok(())
     }
+}
+
+/// `dama.contention` (at `cp`): every bound.
+fn validate_contention(c: &ContentionConfig, cp: &str) -> Result<(), ConfigError> {
+    check_range(
+        &format!("{cp}.slots_per_superframe"),
+        c.slots_per_superframe,
+        1,
+        1000,
+        "",
+    )?;
+    check_f64(
+        &format!("{cp}.background_load"),
+        c.background_load,
+        0.0,
+        20.0,
+        "",
+    )?;
+    check_range(
+        &format!("{cp}.backoff_superframes"),
+        c.backoff_superframes,
+        0,
+        1000,
+        " superframes",
+    )
 }
 
 /// Class `k` of queue `q` (at `cp`) on its own: name, priority, weight, limits, rule counts.
