@@ -369,8 +369,31 @@ impl DirThread {
         }
     }
 
-    /// Runs until shutdown.
+    /// Runs until shutdown: each loop forwards (commands, input, deliveries), publishes what is
+    /// due, then waits for the next thing due.
     pub fn run(mut self) {
+        let mut s = self.start();
+        while !self.shutdown.load(Ordering::Relaxed) {
+            self.commands();
+            let now = self.clock.now_ns();
+            let (got, unread_after) = self.receive(s.last_poll, now);
+            let now = self.clock.now_ns();
+            // Input left unread (a backlog beyond one loop's reads): do not move the model past
+            // the last frame it has seen, or the unread frames would get later times.
+            let poll_at = unread_after.map_or(now, |t| t.clamp(s.last_poll, now));
+            self.deliver(poll_at);
+            s.last_poll = poll_at;
+            self.telemetry(now, &mut s);
+            self.guard(now, &mut s);
+            if got >= BATCH * RX_BATCHES_PER_LOOP {
+                continue; // input is backed up: keep reading
+            }
+            self.wait(got, &mut s);
+        }
+    }
+
+    /// Raises the thread's priority and sets up its schedule.
+    fn start(&self) -> Schedule {
         sys::precise_timer_slack();
         let mut realtime = false;
         match sys::raise_thread_priority(self.rt_priority) {
@@ -384,157 +407,197 @@ impl DirThread {
             )),
         }
         // Saturated at real-time priority the kernel would freeze the thread 50 ms a second.
-        let mut guard = match (realtime, self.rt_priority) {
+        let guard = match (realtime, self.rt_priority) {
             (true, Some(p)) => RtGuard::kernel_budget().map(|b| (RtGuard::new(b), p)),
             _ => None,
         };
-        let mut next_guard_sample = 0u64;
-        let mut next_status = 0u64;
-        let mut next_modcod_check = 0u64;
-        let mut last_modcod: Option<u32> = None;
-        // Start from the lateness typical of each kind of thread here; it is learnt from then on.
-        let mut lead = WakeLead::new(self.spin_ns, if realtime { 20_000 } else { 50_000 });
-        let mut last_poll = 0u64;
-        let mut rx_interest = true;
-        let mut last_input = 0u64;
-        let mut idle_overdue = 0u32;
-        let mut overdue_at: Option<u64> = None;
-        let mut warned_overdue = false;
-        loop {
-            if self.shutdown.load(Ordering::Relaxed) {
-                break;
-            }
-            self.commands();
-            let now = self.clock.now_ns();
-            let (got, unread_after) = self.receive(last_poll, now);
-            let now = self.clock.now_ns();
-            // Input left unread (a backlog beyond one loop's reads): do not move the model past
-            // the last frame it has seen, or the unread frames would get later times.
-            let poll_at = unread_after.map_or(now, |t| t.clamp(last_poll, now));
-            self.deliver(poll_at);
-            last_poll = poll_at;
+        Schedule {
+            guard,
+            next_guard_sample: 0,
+            next_status: 0,
+            next_modcod_check: 0,
+            last_modcod: None,
+            // Start from the lateness typical of each kind of thread here; it is learnt from then on.
+            lead: WakeLead::new(self.spin_ns, if realtime { 20_000 } else { 50_000 }),
+            last_poll: 0,
+            rx_interest: true,
+            last_input: 0,
+            overdue: Overdue::default(),
+        }
+    }
 
-            // Telemetry: periodic, and at once (within 1 ms) when the MODCOD changes.
-            if now >= next_modcod_check || now >= next_status {
-                let periodic = now >= next_status;
-                next_modcod_check = now + MODCOD_CHECK_NS;
-                if self.tele.has_clients() {
-                    let st = self.model.status(now);
-                    let id = st.modcod.as_ref().map(|m| m.id);
-                    if periodic || id != last_modcod {
-                        last_modcod = id;
-                        self.tele.send(Msg::Status {
-                            t_ns: now,
-                            status: Box::new(st),
-                        });
-                    }
-                }
-                if periodic {
-                    // The offset only moves when the wall clock is stepped; refresh it with a
-                    // tight measurement.
-                    let (off, width) = sys::realtime_offset_ns();
-                    if width < 20_000 {
-                        self.rt_offset = off;
-                    }
-                    let d = self.rx.take_kernel_drops();
-                    if d > 0 {
-                        self.stats.rx_kernel_drops.fetch_add(d, Ordering::Relaxed);
-                    }
-                    next_status = now - now % self.period_ns + self.period_ns;
-                }
+    /// Telemetry: periodic, and at once (within 1 ms) when the MODCOD changes.
+    fn telemetry(&mut self, now: u64, s: &mut Schedule) {
+        if now < s.next_modcod_check && now < s.next_status {
+            return;
+        }
+        let periodic = now >= s.next_status;
+        s.next_modcod_check = now + MODCOD_CHECK_NS;
+        if self.tele.has_clients() {
+            let st = self.model.status(now);
+            let id = st.modcod.as_ref().map(|m| m.id);
+            if periodic || id != s.last_modcod {
+                s.last_modcod = id;
+                self.tele.send(Msg::Status {
+                    t_ns: now,
+                    status: Box::new(st),
+                });
             }
+        }
+        if periodic {
+            // The offset only moves when the wall clock is stepped; refresh it with a tight
+            // measurement.
+            let (off, width) = sys::realtime_offset_ns();
+            if width < 20_000 {
+                self.rt_offset = off;
+            }
+            let d = self.rx.take_kernel_drops();
+            if d > 0 {
+                self.stats.rx_kernel_drops.fetch_add(d, Ordering::Relaxed);
+            }
+            s.next_status = now - now % self.period_ns + self.period_ns;
+        }
+    }
 
-            if let Some((g, prio)) = guard.as_mut().filter(|_| now >= next_guard_sample) {
-                next_guard_sample = now + rt_guard::SAMPLE_NS;
-                if let Some(change) = g.sample(now, rt_guard::thread_cpu_ns()) {
-                    self.step(change, *prio);
-                }
+    /// Samples the saturation guard when due, and applies what it decides.
+    fn guard(&self, now: u64, s: &mut Schedule) {
+        if let Some((g, prio)) = s.guard.as_mut().filter(|_| now >= s.next_guard_sample) {
+            s.next_guard_sample = now + rt_guard::SAMPLE_NS;
+            if let Some(change) = g.sample(now, rt_guard::thread_cpu_ns()) {
+                self.step(change, *prio);
             }
+        }
+    }
 
-            if got >= BATCH * RX_BATCHES_PER_LOOP {
-                continue; // input is backed up: keep reading
+    /// Waits for the next thing due: busy-polls the last microseconds before a model deadline,
+    /// otherwise sleeps on the timer and (unless input is coalesced) the rx socket. `got`: frames
+    /// this loop read.
+    fn wait(&mut self, got: usize, s: &mut Schedule) {
+        let now = self.clock.now_ns();
+        // Model deadlines are met precisely (timer, then a short busy poll); telemetry and input
+        // reading only need to happen "about then".
+        let precise = self.model.next_due_ns();
+        let (lazy, coalesce) = self.lazy_wake(now, got, s);
+        let spin_ns = s.lead.lead_ns();
+        if let Some(p) = precise.filter(|&p| p <= now + spin_ns) {
+            if p > now {
+                std::hint::spin_loop();
+                s.overdue.reset();
+            } else if got == 0 {
+                s.overdue.idle(precise, self.dir);
             }
-            let now = self.clock.now_ns();
-            // Model deadlines are met precisely (timer, then a short busy poll); telemetry and
-            // input reading only need to happen "about then".
-            let precise = self.model.next_due_ns();
-            let mut lazy = if self.tele.has_clients() {
-                next_status.min(next_modcod_check)
-            } else {
-                next_status
-            };
-            // While input flows, do not wake for every frame: frames carry their kernel receive
-            // time, so reading them later changes nothing as long as they are read before the
-            // model moves past them (every poll is preceded by a read) and before any outcome
-            // they cause is due (the model's input slack: the one-way delay), up to a bound.
-            if got > 0 {
-                last_input = now;
+            return; // busy-poll the last microseconds (still reading input)
+        }
+        s.overdue.reset();
+        let wake_at = precise.map_or(lazy, |p| lazy.min(p.saturating_sub(spin_ns)));
+        if wake_at <= now {
+            return;
+        }
+        // Only a thread about to sleep needs the right interest (the busy poll reads anyway).
+        if coalesce == s.rx_interest {
+            s.rx_interest = !coalesce;
+            let _ = self.waiter.set_interest(self.rx.fd(), 0, s.rx_interest);
+        }
+        self.waiter.arm(self.clock.mono_ns_of(wake_at));
+        self.waiter.wait(-1);
+        if precise.is_some_and(|p| wake_at == p.saturating_sub(spin_ns)) {
+            // Woken for a deadline (or later): learn how late the timer fires.
+            let woke = self.clock.now_ns();
+            if woke >= wake_at {
+                s.lead.observe(woke - wake_at);
             }
-            // "Flows" = a frame was read within the last coalescing period, not "this loop read
-            // one": the busy poll before a deadline reads the socket empty many times while
-            // input flows, and flipping the epoll interest each time cost 10 % of the thread
-            // at 3.5 Gbit/s.
-            let mut coalesce = self.rx_coalesce_ns > 0
-                && last_input > 0
-                && now.saturating_sub(last_input) < self.rx_coalesce_ns;
-            if coalesce {
-                let window = self
-                    .model
-                    .input_slack_ns()
-                    .min(RX_COALESCE_MAX_NS)
-                    .max(self.rx_coalesce_ns);
-                lazy = lazy.min(now + window);
+        }
+    }
+
+    /// When telemetry and input next need the thread ("about then"), and whether input is
+    /// coalesced (the rx socket not watched).
+    fn lazy_wake(&self, now: u64, got: usize, s: &mut Schedule) -> (u64, bool) {
+        let mut lazy = if self.tele.has_clients() {
+            s.next_status.min(s.next_modcod_check)
+        } else {
+            s.next_status
+        };
+        // While input flows, do not wake for every frame: frames carry their kernel receive time,
+        // so reading them later changes nothing as long as they are read before the model moves
+        // past them (every poll is preceded by a read) and before any outcome they cause is due
+        // (the model's input slack: the one-way delay), up to a bound.
+        if got > 0 {
+            s.last_input = now;
+        }
+        // "Flows" = a frame was read within the last coalescing period, not "this loop read one":
+        // the busy poll before a deadline reads the socket empty many times while input flows,
+        // and flipping the epoll interest each time cost 10 % of the thread at 3.5 Gbit/s.
+        let mut coalesce = self.rx_coalesce_ns > 0
+            && s.last_input > 0
+            && now.saturating_sub(s.last_input) < self.rx_coalesce_ns;
+        if coalesce {
+            let window = self
+                .model
+                .input_slack_ns()
+                .min(RX_COALESCE_MAX_NS)
+                .max(self.rx_coalesce_ns);
+            lazy = lazy.min(now + window);
+        }
+        if now < self.rx_paused_until {
+            coalesce = true; // input paused after an error: do not wake for it
+            lazy = lazy.min(self.rx_paused_until);
+        }
+        (lazy, coalesce)
+    }
+}
+
+/// A direction thread's timing state from one loop to the next.
+struct Schedule {
+    /// Saturation guard and the SCHED_FIFO priority to return to (real-time threads only).
+    guard: Option<(RtGuard, i32)>,
+    next_guard_sample: u64,
+    /// Next periodic telemetry status, ns.
+    next_status: u64,
+    next_modcod_check: u64,
+    last_modcod: Option<u32>,
+    /// How long before a deadline the timer is armed (learnt lateness, or fixed).
+    lead: WakeLead,
+    /// Latest time the model was polled at (frames are never given an earlier time).
+    last_poll: u64,
+    /// Whether the rx socket is in the epoll set.
+    rx_interest: bool,
+    /// Last time a loop read input, ns (0: never).
+    last_input: u64,
+    overdue: Overdue,
+}
+
+/// The model asking again and again for a time already passed, without moving.
+#[derive(Default)]
+struct Overdue {
+    /// Idle loops in a row that found the same past deadline.
+    loops: u32,
+    at: Option<u64>,
+    warned: bool,
+}
+
+impl Overdue {
+    fn reset(&mut self) {
+        self.loops = 0;
+    }
+
+    /// An idle loop found the deadline `due` already passed: never spin on that at real-time
+    /// priority; past 100 000 such loops, sleep 200 us each.
+    fn idle(&mut self, due: Option<u64>, dir: Dir) {
+        if due == self.at {
+            self.loops += 1;
+        } else {
+            self.loops = 0;
+            self.at = due;
+        }
+        if self.loops > 100_000 {
+            if !self.warned {
+                crate::log(&format!(
+                    "{}: link model wake-up stays in the past; throttling",
+                    dir.as_str()
+                ));
+                self.warned = true;
             }
-            if now < self.rx_paused_until {
-                coalesce = true; // input paused after an error: do not wake for it
-                lazy = lazy.min(self.rx_paused_until);
-            }
-            let spin_ns = lead.lead_ns();
-            if let Some(p) = precise.filter(|&p| p <= now + spin_ns) {
-                if p > now {
-                    std::hint::spin_loop();
-                    idle_overdue = 0;
-                } else if got == 0 {
-                    // The model keeps asking for the same time, already passed, without moving:
-                    // never spin on that at real-time priority.
-                    if precise == overdue_at {
-                        idle_overdue += 1;
-                    } else {
-                        idle_overdue = 0;
-                        overdue_at = precise;
-                    }
-                    if idle_overdue > 100_000 {
-                        if !warned_overdue {
-                            crate::log(&format!(
-                                "{}: link model wake-up stays in the past; throttling",
-                                self.dir.as_str()
-                            ));
-                            warned_overdue = true;
-                        }
-                        std::thread::sleep(std::time::Duration::from_micros(200));
-                    }
-                }
-                continue; // busy-poll the last microseconds (still reading input)
-            }
-            idle_overdue = 0;
-            let wake_at = precise.map_or(lazy, |p| lazy.min(p.saturating_sub(spin_ns)));
-            if wake_at <= now {
-                continue;
-            }
-            // Only a thread about to sleep needs the right interest (the busy poll reads anyway).
-            if coalesce == rx_interest {
-                rx_interest = !coalesce;
-                let _ = self.waiter.set_interest(self.rx.fd(), 0, rx_interest);
-            }
-            self.waiter.arm(self.clock.mono_ns_of(wake_at));
-            self.waiter.wait(-1);
-            if precise.is_some_and(|p| wake_at == p.saturating_sub(spin_ns)) {
-                // Woken for a deadline (or later): learn how late the timer fires.
-                let woke = self.clock.now_ns();
-                if woke >= wake_at {
-                    lead.observe(woke - wake_at);
-                }
-            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
 }
@@ -736,6 +799,23 @@ mod tests {
             .collect()
     }
 
+    /// Offers `f` (no VLAN tag, no receive timestamp) to the model at time 0.
+    fn ingest_untagged(
+        f: &mut [u8],
+        vnet: VirtioNetHdr,
+        m: &mut Direction,
+        pool: &mut Vec<Vec<u8>>,
+        stats: &PortStats,
+    ) {
+        let rx = RxFrame {
+            data: f,
+            vnet,
+            vlan: None,
+            rx_realtime_ns: None,
+        };
+        ingest_frame(rx, 0, m, pool, stats);
+    }
+
     fn check_tcp(frame: &[u8], vlan: bool) -> (u32, usize) {
         let eth = ethernet::Frame::new_checked(frame).unwrap();
         assert_eq!(eth.vlan().is_some(), vlan);
@@ -794,18 +874,7 @@ mod tests {
             csum_offset: 16,
             ..Default::default()
         };
-        ingest_frame(
-            RxFrame {
-                data: &mut f,
-                vnet,
-                vlan: None,
-                rx_realtime_ns: None,
-            },
-            0,
-            &mut m,
-            &mut pool,
-            &stats,
-        );
+        ingest_untagged(&mut f, vnet, &mut m, &mut pool, &stats);
         let out = drain(&mut m);
         assert_eq!(out.len(), 1);
         assert_eq!(check_tcp(&out[0], false), (0x1000, 100));
@@ -827,18 +896,7 @@ mod tests {
             gso_size: 8,
             ..Default::default()
         };
-        ingest_frame(
-            RxFrame {
-                data: &mut f,
-                vnet,
-                vlan: None,
-                rx_realtime_ns: None,
-            },
-            0,
-            &mut m,
-            &mut pool,
-            &stats,
-        );
+        ingest_untagged(&mut f, vnet, &mut m, &mut pool, &stats);
         assert!(drain(&mut m).is_empty());
         assert_eq!(stats.rx_invalid.load(Ordering::Relaxed), 1);
     }
