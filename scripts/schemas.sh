@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The contracts the Rust binaries own, and the types generated from them (issue 17: one definition
-# per format). `satlab-emulator --print-schema NAME` prints each JSON Schema; they are committed
+# per format). `satlab-emulator --print-schema NAME` prints each JSON Schema (and
+# `satlab-gateway|pep --print-schema` theirs); they are committed
 # under api/satlab/ (the service embeds or validates with them) and turned into the Python types
 # (api/satlab/records/, TypedDicts, datamodel-code-generator) and TypeScript types
 # (web/src/api/records/, json-schema-to-typescript) of the emulator's records.
@@ -10,6 +11,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 EMULATOR="$ROOT/target/release/satlab-emulator"
 [ -x "$EMULATOR" ] || { echo "build the emulator first (cargo build --release)" >&2; exit 2; }
+# The gateway and PEP configurations (the scenario's sections are checked against them).
+EDGES=(gateway pep)
+for name in "${EDGES[@]}"; do
+  [ -x "$ROOT/target/release/satlab-$name" ] || {
+    echo "build satlab-$name first (cargo build --release -p satlab-$name)" >&2; exit 2; }
+done
 
 # generate OUT: writes every generated file under OUT (the repository root, or a scratch copy).
 generate() {
@@ -17,6 +24,9 @@ generate() {
   mkdir -p "$out/api/satlab/records" "$out/web/src/api/records"
   "$EMULATOR" --print-schema config >"$out/api/satlab/link_schema.json"
   local name
+  for name in "${EDGES[@]}"; do
+    "$ROOT/target/release/satlab-$name" --print-schema >"$out/api/satlab/${name}_schema.json"
+  done
   for name in control status telemetry; do
     "$EMULATOR" --print-schema "$name" >"$out/api/satlab/${name}_schema.json"
   done
@@ -33,7 +43,8 @@ generate() {
 }
 
 FILES=(api/satlab/link_schema.json api/satlab/control_schema.json api/satlab/status_schema.json
-  api/satlab/telemetry_schema.json api/satlab/records/status.py api/satlab/records/telemetry.py
+  api/satlab/telemetry_schema.json api/satlab/gateway_schema.json api/satlab/pep_schema.json
+  api/satlab/records/status.py api/satlab/records/telemetry.py
   web/src/api/records/status.ts web/src/api/records/telemetry.ts)
 
 if [ "${1:-}" = "--check" ]; then

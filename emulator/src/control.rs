@@ -12,6 +12,7 @@
 use crate::dataplane::{Cmd, DirHandle, PortStats};
 use crate::release::PROM_BOUNDS_US;
 use crate::telemetry::TelemetryStats;
+use binkit::prom;
 use linkmodel::records::{EmulatorStatus, ReleaseErrors};
 use linkmodel::{ClassStatus, ControlCommand, ControlRequest, ControlTarget, Dir, DirectionStatus};
 use serde_json::{json, Map, Value};
@@ -387,18 +388,19 @@ impl Controller {
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str, values: &[(&str, f64)]) {
-    let _ = writeln!(out, "# HELP satlab_emulator_{name} {help}");
-    let _ = writeln!(out, "# TYPE satlab_emulator_{name} {kind}");
+    let name = format!("satlab_emulator_{name}");
+    prom::header(out, &name, kind, help);
     for (dir, v) in values {
-        let _ = writeln!(out, "satlab_emulator_{name}{{direction=\"{dir}\"}} {v}");
+        prom::sample(out, &name, &format!("{{direction=\"{dir}\"}}"), v);
     }
 }
 
 /// The release error of each direction as a Prometheus histogram (seconds).
 fn release_histogram(out: &mut String, dirs: &[&str; 2], ports: [&PortStats; 2]) {
     let name = "satlab_emulator_release_error_seconds";
-    let _ = writeln!(out, "# HELP {name} How late delivered packets left the output port, against the model's delivery time.");
-    let _ = writeln!(out, "# TYPE {name} histogram");
+    let help =
+        "How late delivered packets left the output port, against the model's delivery time.";
+    prom::header(out, name, "histogram", help);
     for (dir, p) in dirs.iter().zip(ports) {
         let (cum, total) = p.release.cumulative(&PROM_BOUNDS_US);
         for (le, n) in PROM_BOUNDS_US.iter().zip(cum) {
@@ -484,17 +486,16 @@ fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
         return;
     }
     for (name, kind, help, f) in defs {
-        let _ = writeln!(out, "# HELP satlab_emulator_{name} {help}");
-        let _ = writeln!(out, "# TYPE satlab_emulator_{name} {kind}");
+        let name = format!("satlab_emulator_{name}");
+        prom::header(out, &name, kind, help);
         for s in st {
             for c in &s.classes {
-                let _ = writeln!(
-                    out,
-                    "satlab_emulator_{name}{{direction=\"{}\",class=\"{}\"}} {}",
+                let labels = format!(
+                    "{{direction=\"{}\",class=\"{}\"}}",
                     s.direction.as_str(),
-                    c.name,
-                    f(c)
+                    c.name
                 );
+                prom::sample(out, &name, &labels, f(c));
             }
         }
     }
@@ -502,6 +503,11 @@ fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
 
 /// A counter: metric name, help text, how to read it.
 type CounterDef<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// A gauge of a direction's status: metric name, help text, how to read it.
+type GaugeDef = (&'static str, &'static str, fn(&DirectionStatus) -> f64);
+
+const DIRS: [&str; 2] = ["forward", "return"];
 
 /// The Prometheus text of GET /metrics.
 pub fn metrics_text(
@@ -511,15 +517,33 @@ pub fn metrics_text(
     tele: &TelemetryStats,
 ) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# HELP satlab_emulator_uptime_seconds Seconds since the emulator started."
+    let help = "Seconds since the emulator started.";
+    prom::family(
+        &mut o,
+        "satlab_emulator_uptime_seconds",
+        "gauge",
+        help,
+        "",
+        uptime_s,
     );
-    let _ = writeln!(o, "# TYPE satlab_emulator_uptime_seconds gauge");
-    let _ = writeln!(o, "satlab_emulator_uptime_seconds {uptime_s}");
-    let per = |f: &dyn Fn(&DirectionStatus) -> f64| -> Vec<(&str, f64)> {
-        st.iter().map(|s| (s.direction.as_str(), f(s))).collect()
-    };
+    direction_metrics(&mut o, st);
+    class_metrics(&mut o, st);
+    port_metrics(&mut o, ports);
+    release_histogram(&mut o, &DIRS, ports);
+    telemetry_metrics(&mut o, tele);
+    o
+}
+
+/// One value per direction, labelled by it.
+fn per_direction(
+    st: [&DirectionStatus; 2],
+    f: impl Fn(&DirectionStatus) -> f64,
+) -> Vec<(&str, f64)> {
+    st.iter().map(|s| (s.direction.as_str(), f(s))).collect()
+}
+
+/// The link model's counters and gauges, per direction.
+fn direction_metrics(o: &mut String, st: [&DirectionStatus; 2]) {
     let counters: [CounterDef<linkmodel::Counters>; 8] = [
         (
             "offered_packets_total",
@@ -562,71 +586,46 @@ pub fn metrics_text(
     ];
     for (name, help, f) in counters {
         metric(
-            &mut o,
+            o,
             name,
             "counter",
             help,
-            &per(&|s| f(&s.counters) as f64),
+            &per_direction(st, |s| f(&s.counters) as f64),
         );
     }
-    metric(
-        &mut o,
-        "esn0_db",
-        "gauge",
-        "Es/N0 at the receiver, dB.",
-        &per(&|s| s.esn0_db),
-    );
-    metric(
-        &mut o,
-        "attenuation_db",
-        "gauge",
-        "Total attenuation, dB.",
-        &per(&|s| s.attenuation_db),
-    );
-    metric(
-        &mut o,
-        "modcod_id",
-        "gauge",
-        "MODCOD in use (0 for a fixed-rate link).",
-        &per(&|s| s.modcod.as_ref().map_or(0.0, |m| f64::from(m.id))),
-    );
-    metric(
-        &mut o,
-        "useful_rate_bps",
-        "gauge",
-        "Useful bit rate of the link, bit/s.",
-        &per(&|s| s.useful_rate_bps),
-    );
-    metric(
-        &mut o,
-        "delay_ms",
-        "gauge",
-        "One-way propagation delay, ms.",
-        &per(&|s| s.delay_ms),
-    );
-    metric(
-        &mut o,
-        "ber",
-        "gauge",
-        "Average bit error rate of the error model.",
-        &per(&|s| s.ber),
-    );
-    metric(
-        &mut o,
-        "queue_packets",
-        "gauge",
-        "Packets in the queue.",
-        &per(&|s| s.queue_packets as f64),
-    );
-    metric(
-        &mut o,
-        "queue_bytes",
-        "gauge",
-        "Bytes in the queue.",
-        &per(&|s| s.queue_bytes as f64),
-    );
-    class_metrics(&mut o, st);
-    let dirs = ["forward", "return"];
+    let gauges: [GaugeDef; 8] = [
+        ("esn0_db", "Es/N0 at the receiver, dB.", |s| s.esn0_db),
+        ("attenuation_db", "Total attenuation, dB.", |s| {
+            s.attenuation_db
+        }),
+        (
+            "modcod_id",
+            "MODCOD in use (0 for a fixed-rate link).",
+            |s| s.modcod.as_ref().map_or(0.0, |m| f64::from(m.id)),
+        ),
+        (
+            "useful_rate_bps",
+            "Useful bit rate of the link, bit/s.",
+            |s| s.useful_rate_bps,
+        ),
+        ("delay_ms", "One-way propagation delay, ms.", |s| s.delay_ms),
+        ("ber", "Average bit error rate of the error model.", |s| {
+            s.ber
+        }),
+        ("queue_packets", "Packets in the queue.", |s| {
+            s.queue_packets as f64
+        }),
+        ("queue_bytes", "Bytes in the queue.", |s| {
+            s.queue_bytes as f64
+        }),
+    ];
+    for (name, help, f) in gauges {
+        metric(o, name, "gauge", help, &per_direction(st, f));
+    }
+}
+
+/// The ports' and the direction threads' counters, per direction.
+fn port_metrics(o: &mut String, ports: [&PortStats; 2]) {
     let port_counters: [CounterDef<PortStats>; 12] = [
         (
             "rx_frames_total",
@@ -686,37 +685,34 @@ pub fn metrics_text(
         ),
     ];
     for (name, help, f) in port_counters {
-        let vals: Vec<(&str, f64)> = dirs
+        let vals: Vec<(&str, f64)> = DIRS
             .iter()
             .zip(ports.iter())
             .map(|(d, p)| (*d, f(p) as f64))
             .collect();
-        metric(&mut o, name, "counter", help, &vals);
+        metric(o, name, "counter", help, &vals);
     }
-    release_histogram(&mut o, &dirs, ports);
-    let _ = writeln!(
+}
+
+/// The telemetry socket's clients and what it dropped.
+fn telemetry_metrics(o: &mut String, tele: &TelemetryStats) {
+    let clients = tele.clients.load(Ordering::Relaxed);
+    let help = "Connected telemetry clients.";
+    prom::family(
         o,
-        "# HELP satlab_emulator_telemetry_clients Connected telemetry clients."
+        "satlab_emulator_telemetry_clients",
+        "gauge",
+        help,
+        "",
+        clients,
     );
-    let _ = writeln!(o, "# TYPE satlab_emulator_telemetry_clients gauge");
-    let _ = writeln!(
-        o,
-        "satlab_emulator_telemetry_clients {}",
-        tele.clients.load(Ordering::Relaxed)
-    );
-    let _ = writeln!(o, "# HELP satlab_emulator_telemetry_dropped_total Telemetry messages dropped (channel full or slow client).");
-    let _ = writeln!(o, "# TYPE satlab_emulator_telemetry_dropped_total counter");
-    let _ = writeln!(
-        o,
-        "satlab_emulator_telemetry_dropped_total{{reason=\"channel_full\"}} {}",
-        tele.dropped_events.load(Ordering::Relaxed)
-    );
-    let _ = writeln!(
-        o,
-        "satlab_emulator_telemetry_dropped_total{{reason=\"slow_client\"}} {}",
-        tele.dropped_lines.load(Ordering::Relaxed)
-    );
-    o
+    let dropped = "satlab_emulator_telemetry_dropped_total";
+    let help = "Telemetry messages dropped (channel full or slow client).";
+    prom::header(o, dropped, "counter", help);
+    let full = tele.dropped_events.load(Ordering::Relaxed);
+    prom::sample(o, dropped, "{reason=\"channel_full\"}", full);
+    let slow = tele.dropped_lines.load(Ordering::Relaxed);
+    prom::sample(o, dropped, "{reason=\"slow_client\"}", slow);
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 mod control;
 mod dataplane;
+mod describe;
 mod oracle;
 mod release;
 mod rt_guard;
@@ -26,18 +27,12 @@ pub fn log(msg: &str) {
     eprintln!("satlab-emulator: {msg}");
 }
 
-const USAGE: &str = "usage: satlab-emulator --config FILE.yaml [--check] | --print-schema [config|control|status|telemetry]\n\
-  --config FILE   emulator configuration (see emulator/CONFIG.md)\n\
-  --check         validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)\n\
-  --print-schema  print the configuration's JSON Schema (bounds of --check, units in x-unit) and exit;\n\
-                  `control`: of a POST /control body; `status`: of GET /status; `telemetry`: of a stream line\n\
-  --realtime N    SCHED_FIFO priority of the two data-plane threads (1-99, default 10; 0 = nice -10 instead)\n\
-environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
+const ENVIRONMENT: &str = "environment: SATLAB_EMU_SPIN_US          fixed timer lead before a delivery deadline, us, busy-polled (default: learnt)\n\
              SATLAB_EMU_RX_COALESCE_US  while input flows, read it every N us (default 100; up to 1000 when the\n\
                                         link's fixed delay allows; 0 = wake per frame)";
 
 /// The JSON Schemas the binary prints (--print-schema).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, clap::ValueEnum)]
 enum Schema {
     Config,
     Control,
@@ -45,61 +40,29 @@ enum Schema {
     Telemetry,
 }
 
+/// Command line (clap); a usage error exits 2, like an invalid configuration.
+#[derive(clap::Parser)]
+#[command(version, about, after_help = ENVIRONMENT)]
 struct Args {
-    config: PathBuf,
-    print_schema: Option<Schema>,
+    /// Emulator configuration (see emulator/CONFIG.md)
+    #[arg(
+        short,
+        long,
+        value_name = "FILE",
+        required_unless_present = "print_schema"
+    )]
+    config: Option<PathBuf>,
+    /// Validate the configuration, print it resolved as JSON, exit 0 (valid) or 2 (invalid)
+    #[arg(long)]
     check: bool,
-    realtime: Option<i32>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut config = None;
-    let mut check = false;
-    let mut print_schema = None;
-    let mut realtime = Some(10);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--config" | "-c" => {
-                config = Some(PathBuf::from(it.next().ok_or("--config needs a file")?))
-            }
-            s if s.starts_with("--config=") => config = Some(PathBuf::from(&s[9..])),
-            "--check" => check = true,
-            "--print-schema" => {
-                print_schema = Some(match it.next().as_deref() {
-                    None | Some("config") => Schema::Config,
-                    Some("control") => Schema::Control,
-                    Some("status") => Schema::Status,
-                    Some("telemetry") => Schema::Telemetry,
-                    Some(other) => {
-                        return Err(format!(
-                            "--print-schema: {other:?} is not config, control, status or telemetry"
-                        ))
-                    }
-                })
-            }
-            "--realtime" => {
-                let v = it.next().ok_or("--realtime needs a priority (0-99)")?;
-                match v.parse::<i32>() {
-                    Ok(0) => realtime = None,
-                    Ok(p) if (1..=99).contains(&p) => realtime = Some(p),
-                    _ => return Err(format!("--realtime: {v:?} is not a priority in 0..=99")),
-                }
-            }
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if print_schema.is_some() {
-        // No configuration is read: the schema describes every file.
-        config.get_or_insert_default();
-    }
-    Ok(Args {
-        config: config.ok_or("--config FILE is required")?,
-        print_schema,
-        check,
-        realtime,
-    })
+    /// Print a JSON Schema and exit: `config` (the default; bounds of --check, units in x-unit),
+    /// `control` (a POST /control body), `status` (GET /status), `telemetry` (a stream line)
+    #[arg(long, value_enum, value_name = "NAME", num_args = 0..=1, default_missing_value = "config")]
+    print_schema: Option<Schema>,
+    /// SCHED_FIFO priority of the two data-plane threads (1-99; 0 = nice -10 instead)
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(i32).range(0..=99))]
+    realtime: i32,
 }
 
 fn open_port(p: &PortConfig) -> std::io::Result<(port::RxPort, port::TxPort)> {
@@ -130,16 +93,11 @@ fn block_signals() -> libc::sigset_t {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("satlab-emulator: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // --print-modcods, --preview-trace, --check-file: the link model's answers (describe.rs).
+    if let Some(code) = describe::run_from_args(&std::env::args().skip(1).collect::<Vec<_>>()) {
+        return code;
+    }
+    let args: Args = clap::Parser::parse();
     if let Some(which) = args.print_schema {
         println!(
             "{}",
@@ -152,7 +110,8 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    let cfg = match EmulatorConfig::from_yaml_file(&args.config) {
+    // --config is required unless --print-schema, which has returned above.
+    let cfg = match EmulatorConfig::from_yaml_file(&args.config.unwrap_or_default()) {
         Ok(c) => c,
         Err(e) => {
             log(&format!("invalid configuration: {e}"));
@@ -169,7 +128,7 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    match run(cfg, args.realtime) {
+    match run(cfg, (args.realtime > 0).then_some(args.realtime)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             log(&format!("error: {e}"));

@@ -2,12 +2,13 @@
 //!
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 /// Which satellite edge this gateway is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The gateway (hub) edge: its egress feeds the forward link, its ingress is the return link.
@@ -41,22 +42,25 @@ impl Role {
 }
 
 /// Interfaces.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ports {
     /// Toward the local router (the peer of the router's satellite-side veth / NIC).
+    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[^/ ]+$"))]
     pub inside: String,
     /// Toward the satellite link (the emulator's port or the modem).
+    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[^/ ]+$"))]
     pub outside: String,
 }
 
 /// Link telemetry source.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Telemetry {
     /// Unix stream socket of the emulator's telemetry (docs/emulator-contract.md); None = no telemetry.
     pub socket: Option<PathBuf>,
     /// Delay between reconnection attempts, ms.
+    #[schemars(range(min = 10, max = 60000), extend("x-unit" = "ms"))]
     pub reconnect_ms: u64,
 }
 
@@ -70,7 +74,7 @@ impl Default for Telemetry {
 }
 
 /// AQM discipline of the egress queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AqmKind {
     /// Drop on arrival when a limit would be exceeded.
@@ -82,22 +86,28 @@ pub enum AqmKind {
 }
 
 /// Egress queue and AQM.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Aqm {
     /// Discipline.
     pub kind: AqmKind,
     /// Hard limit, packets.
+    #[schemars(range(min = 1, max = 10_000_000))]
     pub limit_packets: u64,
     /// Hard limit, bytes.
+    #[schemars(range(min = 64, max = 17_179_869_184u64))]
     pub limit_bytes: u64,
     /// RED minimum threshold (average queue, packets).
+    #[schemars(range(min = 0.0, max = 1e7))]
     pub min_th_packets: f64,
     /// RED maximum threshold (average queue, packets).
+    #[schemars(range(min = 0.0, max = 1e7))]
     pub max_th_packets: f64,
     /// RED mark/drop probability at max_th.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub max_p: f64,
     /// RED averaging weight.
+    #[schemars(range(min = 1e-6, max = 1.0))]
     pub w_q: f64,
 }
 
@@ -116,17 +126,21 @@ impl Default for Aqm {
 }
 
 /// Egress pacing.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Egress {
     /// Fixed pacing rate, bit/s (overrides telemetry).
+    #[schemars(range(min = 1e3, max = 1e11), extend("x-unit" = "bit/s"))]
     pub rate_bps: Option<f64>,
     /// Pace at this fraction of the link's current useful rate.
+    #[schemars(range(min = 0.1, max = 1.0))]
     pub rate_factor: f64,
     /// Rate before telemetry arrives; None = forward at line rate until then.
+    #[schemars(range(min = 1e3, max = 1e11), extend("x-unit" = "bit/s"))]
     pub fallback_rate_bps: Option<f64>,
     /// Bytes added to every frame when pacing (the link's encapsulation; GSE complete packet with a
     /// 3-byte label: 7).
+    #[schemars(range(min = 0, max = 256), extend("x-unit" = "bytes"))]
     pub overhead_bytes: u32,
     /// Queue and AQM.
     pub aqm: Aqm,
@@ -145,7 +159,7 @@ impl Default for Egress {
 }
 
 /// ETEN notifier.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Eten {
     /// Send notices.
@@ -155,14 +169,19 @@ pub struct Eten {
     /// Notify erasures too (not only corruption).
     pub notify_erased: bool,
     /// HMAC-SHA256 key, hex; None = no MAC.
+    #[schemars(length(min = 32, max = 128), regex(pattern = r"^([0-9a-fA-F]{2})+$"))]
     pub hmac_key_hex: Option<String>,
     /// Token-bucket rate limit, notices per second.
+    #[schemars(range(min = 0.0, max = 1e7))]
     pub rate_limit_per_s: f64,
     /// Token-bucket depth.
+    #[schemars(range(min = 1.0, max = 1e7))]
     pub burst: f64,
     /// Ethernet source of notices; None = learned from forwarded frames.
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$"))]
     pub src_mac: Option<String>,
     /// Ethernet destination of notices; None = learned.
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$"))]
     pub dst_mac: Option<String>,
 }
 
@@ -182,16 +201,18 @@ impl Default for Eten {
 }
 
 /// CETEN statistics and stamping.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ceten {
     /// Stamp the CETEN option's forward fields.
     pub enabled: bool,
     /// EWMA weight of the newest sample (the report's 0.5).
+    #[schemars(range(min = 1e-6, max = 1.0))]
     pub alpha: f64,
     /// Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
     pub reflect: bool,
     /// Flows remembered for reflection.
+    #[schemars(range(min = 1, max = 10_000_000))]
     pub max_flows: usize,
 }
 
@@ -207,7 +228,7 @@ impl Default for Ceten {
 }
 
 /// IP-ERN router (XCP laws).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ern {
     /// Compute and apply feedback.
@@ -215,18 +236,25 @@ pub struct Ern {
     /// ERN-over-TCP ports (either port of a segment); empty = any port.
     pub ports: Vec<u16>,
     /// Efficiency controller gain on spare bandwidth.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub alpha: f64,
     /// Efficiency controller gain on the persistent queue.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub beta: f64,
     /// Fairness controller shuffling fraction.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub gamma: f64,
     /// Capacity = this fraction of the pacing rate.
+    #[schemars(range(min = 0.1, max = 2.0))]
     pub capacity_factor: f64,
     /// Control interval before any RTT is known, ms.
+    #[schemars(extend("x-unit" = "ms"))]
     pub initial_interval_ms: f64,
     /// Lower bound of the control interval, ms.
+    #[schemars(range(min = 1.0, max = 60000.0), extend("x-unit" = "ms"))]
     pub min_interval_ms: f64,
     /// Upper bound of the control interval, ms.
+    #[schemars(range(max = 60000.0), extend("x-unit" = "ms"))]
     pub max_interval_ms: f64,
 }
 
@@ -247,7 +275,7 @@ impl Default for Ern {
 }
 
 /// Metrics/status HTTP endpoint.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Http {
     /// Listen address; None = no endpoint.
@@ -263,7 +291,7 @@ impl Default for Http {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Which edge.
@@ -484,6 +512,14 @@ impl Config {
     }
 }
 
+/// The configuration's JSON Schema (draft 2020-12), pretty-printed (`satlab-gateway --print-schema`):
+/// doc comments are the descriptions, `minimum`/`maximum` the fixed bounds `validate()` checks (kept
+/// equal by hand; cross-field rules such as max_th > min_th stay in `validate()` only).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Config);
+    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,5 +560,17 @@ mod tests {
         assert_eq!(parse_mac("02:5a:00"), None);
         assert_eq!(parse_hex("00ff10"), Some(vec![0, 255, 16]));
         assert_eq!(parse_hex("0"), None);
+    }
+
+    #[test]
+    fn schema_carries_the_bounds_validate_checks() {
+        let s: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
+        let rate = &s["$defs"]["Egress"]["properties"]["rate_factor"];
+        assert_eq!(
+            (rate["minimum"].as_f64(), rate["maximum"].as_f64()),
+            (Some(0.1), Some(1.0))
+        );
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["required"], serde_json::json!(["role", "ports"]));
     }
 }

@@ -2,76 +2,21 @@
 //! `GET /status` (JSON). One request per connection; not on the data path.
 
 use crate::state::Shared;
+use binkit::{http, prom};
 use serde_json::json;
-use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Serves until stop.
 pub fn serve(sh: Arc<Shared>, listener: TcpListener) {
-    let _ = listener.set_nonblocking(true);
-    while !sh.stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((s, _)) => {
-                let _ = handle(&sh, s);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+    http::serve(listener, &sh.stop, &["/status", "/metrics"], |path| {
+        if path == "/metrics" {
+            (prom::CONTENT_TYPE, metrics(&sh))
+        } else {
+            (http::JSON, status(&sh).to_string())
         }
-    }
-}
-
-fn handle(sh: &Shared, mut s: TcpStream) -> std::io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut buf = [0u8; 4096];
-    let mut n = 0;
-    while n < buf.len() {
-        let k = s.read(&mut buf[n..])?;
-        if k == 0 {
-            break;
-        }
-        n += k;
-        if buf[..n].windows(4).any(|w| w == b"\r\n\r\n")
-            || buf[..n].windows(2).any(|w| w == b"\n\n")
-        {
-            break;
-        }
-    }
-    let req = String::from_utf8_lossy(&buf[..n]);
-    let mut parts = req.split_whitespace();
-    let method = parts.next().unwrap_or("");
-    let path = parts.next().unwrap_or("");
-    let (code, ctype, body) = match (method, path) {
-        ("GET", "/metrics") => (200, "text/plain; version=0.0.4", metrics(sh)),
-        ("GET", "/status") => (200, "application/json", status(sh).to_string()),
-        ("GET", _) => (
-            404,
-            "application/json",
-            r#"{"error":"not found: /status, /metrics"}"#.into(),
-        ),
-        _ => (
-            405,
-            "application/json",
-            r#"{"error":"method not allowed"}"#.into(),
-        ),
-    };
-    let reason = match code {
-        200 => "OK",
-        404 => "Not Found",
-        _ => "Method Not Allowed",
-    };
-    write!(
-        s,
-        "HTTP/1.0 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    s.flush()
+    });
 }
 
 fn num(v: f64) -> serde_json::Value {
@@ -149,9 +94,8 @@ pub fn status(sh: &Shared) -> serde_json::Value {
 pub fn metrics(sh: &Shared) -> String {
     let mut o = String::new();
     for (name, help, v) in sh.c.list() {
-        let _ = writeln!(o, "# HELP satlab_gateway_{name}_total {help}");
-        let _ = writeln!(o, "# TYPE satlab_gateway_{name}_total counter");
-        let _ = writeln!(o, "satlab_gateway_{name}_total {v}");
+        let full = format!("satlab_gateway_{name}_total");
+        prom::family(&mut o, &full, "counter", help, "", v);
     }
     let corruption = sh.corruption.lock().expect("lock").estimate;
     let congestion = sh.congestion.lock().expect("lock").estimate;
@@ -209,9 +153,14 @@ pub fn metrics(sh: &Shared) -> String {
         ),
     ];
     for (name, help, v) in gauges {
-        let _ = writeln!(o, "# HELP satlab_gateway_{name} {help}");
-        let _ = writeln!(o, "# TYPE satlab_gateway_{name} gauge");
-        let _ = writeln!(o, "satlab_gateway_{name} {v}");
+        prom::family(
+            &mut o,
+            &format!("satlab_gateway_{name}"),
+            "gauge",
+            help,
+            "",
+            v,
+        );
     }
     o
 }

@@ -27,35 +27,37 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const USAGE: &str = "usage: satlab-gateway --config FILE.yaml [--check] | --version";
+/// Command line; clap's usage errors exit 2, like a configuration error.
+#[derive(clap::Parser)]
+#[command(version, about)]
+struct Args {
+    /// The gateway configuration (gateway/README.md)
+    #[arg(
+        long,
+        value_name = "FILE.yaml",
+        required_unless_present = "print_schema"
+    )]
+    config: Option<PathBuf>,
+    /// Check the configuration, print a one-line summary and exit
+    #[arg(long)]
+    check: bool,
+    /// Print the configuration's JSON Schema and exit
+    #[arg(long)]
+    print_schema: bool,
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut config: Option<PathBuf> = None;
-    let mut check = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--version" | "-V" => {
-                println!("satlab-gateway {}", env!("CARGO_PKG_VERSION"));
-                return;
-            }
-            "--config" => config = it.next().map(PathBuf::from),
-            "--check" => check = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            other => {
-                eprintln!("satlab-gateway: unknown argument {other}\n{USAGE}");
-                std::process::exit(2);
-            }
-        }
+    let Args {
+        config: path,
+        check,
+        print_schema,
+    } = clap::Parser::parse();
+    if print_schema {
+        println!("{}", config::json_schema());
+        return;
     }
-    let Some(path) = config else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
-    };
+    // --config is required unless --print-schema, which has returned above.
+    let path = path.expect("clap requires --config");
     let cfg = match config::Config::from_yaml_file(&path) {
         Ok(c) => c,
         Err(e) => {
@@ -142,21 +144,11 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
     Ok(())
 }
 
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 /// SIGTERM/SIGINT set the stop flag; a watcher thread passes it to the shared state.
 fn stop_on_signals(sh: Arc<state::Shared>) {
-    // SAFETY: installing an async-signal-safe handler (an atomic store).
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+    let stop = binkit::signals::stop_on_term();
     std::thread::spawn(move || loop {
-        if STOP.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             sh.stop.store(true, Ordering::Relaxed);
             if let Some(n) = sh.egress_wake.lock().expect("wake lock").as_ref() {
                 n.notify();

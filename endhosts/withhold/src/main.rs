@@ -6,9 +6,7 @@
 //! so that packets pass untouched if the program is gone. On SIGTERM/SIGINT everything held is
 //! let out and the counters are printed as one JSON line (the last line of stdout).
 //!
-//! Usage: satlab-withhold --port P [--port P ...] [--immediate-dupacks 2] [--history 16]
-//!        [--iat-weight 0.125] [--initial-threshold 3] [--rtt-ms 600]
-//!        [--queue-out 7] [--queue-in 8]
+//! Usage: `satlab-withhold --help`.
 
 mod logic;
 mod tcp;
@@ -19,10 +17,43 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Command line (clap): the ranges are checked here; a usage error exits 2.
+#[derive(clap::Parser)]
+#[command(version, about)]
+struct Cli {
+    /// A receiving TCP port whose flows are withheld (repeat for more)
+    #[arg(long = "port", required = true, value_name = "P",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    ports: Vec<u16>,
+    /// NFQUEUE number for the outgoing ACKs
+    #[arg(long, default_value_t = 7)]
+    queue_out: u16,
+    /// NFQUEUE number for the incoming data
+    #[arg(long, default_value_t = 8)]
+    queue_in: u16,
+    /// DupACKs let through at once per reordering episode (0-2)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=2))]
+    immediate_dupacks: u32,
+    /// Reordering episodes remembered (1-1024)
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    history: u32,
+    /// EWMA weight of the inter-arrival time (0.001-1)
+    #[arg(long, default_value_t = 0.125, value_parser = |v: &str| number_in(v, 1e-3, 1.0))]
+    iat_weight: f64,
+    /// Initial dupACK threshold, packets (1-10000)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    initial_threshold: u32,
+    /// Round-trip time, ms (1-60000)
+    #[arg(long, default_value_t = 600.0, value_parser = |v: &str| number_in(v, 1.0, 60_000.0))]
+    rtt_ms: f64,
+}
 
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
+fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let x: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
+    if !(lo..=hi).contains(&x) {
+        return Err(format!("{v} is out of [{lo}, {hi}]"));
+    }
+    Ok(x)
 }
 
 struct Args {
@@ -32,60 +63,26 @@ struct Args {
     params: Params,
 }
 
-fn value<T>(name: &str, v: Option<String>, lo: f64, hi: f64) -> Result<T, String>
-where
-    T: std::str::FromStr + Into<f64> + Copy,
-{
-    let v = v.ok_or(format!("{name}: a value is required"))?;
-    let x: T = v
-        .parse()
-        .map_err(|_| format!("{name}: {v:?} is not a number"))?;
-    let f: f64 = x.into();
-    if !(lo..=hi).contains(&f) {
-        return Err(format!("{name}: {v} is out of [{lo}, {hi}]"));
+fn parse_args() -> Args {
+    let c: Cli = clap::Parser::parse();
+    if c.queue_in == c.queue_out {
+        let e = "--queue-in: must differ from --queue-out";
+        <Cli as clap::CommandFactory>::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
     }
-    Ok(x)
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        ports: vec![],
-        queue_out: 7,
-        queue_in: 8,
+    Args {
+        ports: c.ports,
+        queue_out: c.queue_out,
+        queue_in: c.queue_in,
         params: Params {
-            immediate_dupacks: 2,
-            history: 16,
-            iat_weight: 0.125,
-            initial_threshold: 3,
-            rtt_ns: 600_000_000,
+            immediate_dupacks: c.immediate_dupacks,
+            history: c.history as usize,
+            iat_weight: c.iat_weight,
+            initial_threshold: c.initial_threshold,
+            rtt_ns: (c.rtt_ms * 1e6) as u64,
         },
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let v = it.next();
-        match k.as_str() {
-            "--port" => a.ports.push(value::<u16>(&k, v, 1.0, 65535.0)?),
-            "--queue-out" => a.queue_out = value::<u16>(&k, v, 0.0, 65535.0)?,
-            "--queue-in" => a.queue_in = value::<u16>(&k, v, 0.0, 65535.0)?,
-            "--immediate-dupacks" => {
-                a.params.immediate_dupacks = value::<u32>(&k, v, 0.0, 2.0)?;
-            }
-            "--history" => a.params.history = value::<u32>(&k, v, 1.0, 1024.0)? as usize,
-            "--iat-weight" => a.params.iat_weight = value::<f64>(&k, v, 1e-3, 1.0)?,
-            "--initial-threshold" => {
-                a.params.initial_threshold = value::<u32>(&k, v, 1.0, 10_000.0)?;
-            }
-            "--rtt-ms" => a.params.rtt_ns = (value::<f64>(&k, v, 1.0, 60_000.0)? * 1e6) as u64,
-            _ => return Err(format!("{k}: unknown option")),
-        }
     }
-    if a.ports.is_empty() {
-        return Err("--port: at least one receiving port is required".into());
-    }
-    if a.queue_in == a.queue_out {
-        return Err("--queue-in: must differ from --queue-out".into());
-    }
-    Ok(a)
 }
 
 /// The iptables rules of the receiving ports; removed when dropped.
@@ -230,7 +227,7 @@ fn apply(q: &mut nfq::Queue, mut msg: nfq::Message, v: Verdict) -> Result<(), St
     q.verdict(msg).map_err(|e| format!("nfqueue verdict: {e}"))
 }
 
-fn run(a: &Args) -> Result<serde_json::Value, String> {
+fn run(a: &Args, stop: &AtomicBool) -> Result<serde_json::Value, String> {
     let (mut q, fd) = open_queue()?;
     for n in [a.queue_out, a.queue_in] {
         q.bind(n).map_err(|e| format!("nfqueue bind {n}: {e}"))?;
@@ -251,7 +248,7 @@ fn run(a: &Args) -> Result<serde_json::Value, String> {
     let start = Instant::now();
     let now = || start.elapsed().as_nanos() as u64;
     let mut flows: HashMap<Key, Flow<nfq::Message>> = HashMap::new();
-    while !STOP.load(Ordering::SeqCst) {
+    while !stop.load(Ordering::SeqCst) {
         let t = now();
         let wait_ms = flows
             .values()
@@ -317,18 +314,8 @@ fn run(a: &Args) -> Result<serde_json::Value, String> {
 }
 
 fn main() -> ExitCode {
-    let a = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("satlab-withhold: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
-    match run(&a) {
+    let a = parse_args();
+    match run(&a, binkit::signals::stop_on_term()) {
         Ok(out) => {
             println!("{out}");
             ExitCode::SUCCESS

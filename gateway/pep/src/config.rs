@@ -2,12 +2,13 @@
 //!
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::Path;
 
 /// Which satellite edge this PEP runs at (a label in its status and records).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Edge {
     /// The gateway (hub) edge.
@@ -27,24 +28,34 @@ impl Edge {
 }
 
 /// Transparent interception: which TCP the kernel hands to the PEP (TPROXY, as PEPsal does).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Intercept {
     /// Interfaces whose incoming TCP is intercepted with the accepting leg terrestrial.
+    #[schemars(
+        length(min = 1),
+        inner(length(min = 1, max = 15), regex(pattern = r"^[A-Za-z0-9._-]+$"))
+    )]
     pub terrestrial_interfaces: Vec<String>,
     /// The interface toward the satellite link; incoming TCP there is intercepted with the
     /// accepting leg on the satellite, and routes out of it get the initial window.
+    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[A-Za-z0-9._-]+$"))]
     pub satellite_interface: String,
     /// More interfaces whose incoming TCP counts as arriving from the satellite (e.g. the `wan`
     /// port of a satlab-gateway bump at the same edge, where the kernel also receives the link).
+    #[schemars(inner(length(min = 1, max = 15), regex(pattern = r"^[A-Za-z0-9._-]+$")))]
     pub satellite_extra_interfaces: Vec<String>,
     /// TPROXY port for connections arriving from the terrestrial side.
+    #[schemars(range(min = 1))]
     pub terrestrial_port: u16,
     /// TPROXY port for connections arriving from the satellite side.
+    #[schemars(range(min = 1))]
     pub satellite_port: u16,
     /// Firewall mark of intercepted packets, and the policy-routing table that delivers them locally.
+    #[schemars(range(min = 1))]
     pub mark: u32,
     /// Routing table number for `local 0.0.0.0/0 dev lo`.
+    #[schemars(range(min = 1, max = 252))]
     pub table: u32,
     /// Install the nftables rules, the `ip rule` and the local route at start and remove them at exit.
     /// false: an operator installs equivalent rules (pep/README.md shows them).
@@ -67,18 +78,21 @@ impl Default for Intercept {
 }
 
 /// How the satellite leg's sockets are set up. Terrestrial legs keep the kernel's defaults.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Satellite {
     /// TCP_CONGESTION of satellite-leg sockets: any kernel module or registered BPF struct_ops name.
+    #[schemars(length(min = 1, max = 15), regex(pattern = r"^[A-Za-z0-9_]+$"))]
     pub congestion_control: String,
     /// SO_SNDBUF and SO_RCVBUF (forced past the sysctl maxima) of satellite-leg sockets, bytes.
     /// Size for the GEO bandwidth-delay product: rate x RTT, e.g. 20 Mbit/s x 0.6 s = 1.5 MB; the
     /// kernel doubles the value for its bookkeeping. 0 = leave the kernel's autotuning.
+    #[schemars(range(max = 1_073_741_823), extend("x-unit" = "bytes"))]
     pub buffer_bytes: u64,
     /// Initial congestion and receive window, packets: the `initcwnd`/`initrwnd` metric of every
     /// route out of `intercept.satellite_interface`, set at start and restored at exit (Linux has no
     /// socket option for the initial window). 0 = leave the routes alone.
+    #[schemars(range(max = 1000))]
     pub initial_window_packets: u32,
 }
 
@@ -93,7 +107,7 @@ impl Default for Satellite {
 }
 
 /// HTTP endpoint for counters and connection records.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Http {
     /// Listen address (inside the edge's namespace); None = no endpoint.
@@ -109,7 +123,7 @@ impl Default for Http {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Which edge (label).
@@ -122,18 +136,23 @@ pub struct Config {
     pub satellite: Satellite,
     /// Connections relayed at once; one more is refused with a reset and counted.
     #[serde(default = "max_connections")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_connections: u32,
     /// A connection with no byte relayed in either direction for this long is reset on both legs.
     #[serde(default = "idle_timeout_s")]
+    #[schemars(range(min = 0.1, max = 86400.0), extend("x-unit" = "s"))]
     pub idle_timeout_s: f64,
     /// Time allowed for the outgoing leg's handshake.
     #[serde(default = "connect_timeout_s")]
+    #[schemars(range(min = 0.1, max = 600.0), extend("x-unit" = "s"))]
     pub connect_timeout_s: f64,
     /// Capacity of each direction's splice pipe, bytes (F_SETPIPE_SZ; rounded up to pages).
     #[serde(default = "pipe_bytes")]
+    #[schemars(range(min = 4096, max = 1_048_576), extend("x-unit" = "bytes"))]
     pub pipe_bytes: u32,
     /// Finished connections kept for GET /connections and the final record (oldest dropped first).
     #[serde(default = "connection_log")]
+    #[schemars(range(max = 1_000_000))]
     pub connection_log: usize,
     /// HTTP endpoint.
     #[serde(default)]
@@ -272,6 +291,14 @@ impl Config {
     }
 }
 
+/// The configuration's JSON Schema (draft 2020-12), pretty-printed (`satlab-pep --print-schema`):
+/// doc comments are the descriptions, `minimum`/`maximum` the fixed bounds `validate()` checks (kept
+/// equal by hand; cross-field rules such as the two ports differing stay in `validate()` only).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Config);
+    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +325,17 @@ mod tests {
         assert!(e.contains("satellite.buffer_bytes"), "{e}");
         let e = Config::from_yaml_str("edge: st\nbogus: 1").unwrap_err();
         assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn schema_carries_the_bounds_validate_checks() {
+        let s: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
+        let idle = &s["properties"]["idle_timeout_s"];
+        assert_eq!(
+            (idle["minimum"].as_f64(), idle["maximum"].as_f64()),
+            (Some(0.1), Some(86400.0))
+        );
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["required"], serde_json::json!(["edge"]));
     }
 }

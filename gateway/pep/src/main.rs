@@ -13,47 +13,43 @@ mod sock;
 mod state;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-const USAGE: &str = "usage: satlab-pep --config FILE [--check | --print-rules]";
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 /// File descriptors one connection holds: two sockets and two pipes.
 const FDS_PER_CONNECTION: u64 = 6;
 
+/// Command line; clap's usage errors exit 2, like a configuration error.
+#[derive(clap::Parser)]
+#[command(version, about)]
+struct Args {
+    /// The PEP configuration (pep/README.md)
+    #[arg(long, value_name = "FILE", required_unless_present = "print_schema")]
+    config: Option<PathBuf>,
+    /// Check the configuration, print a one-line summary and exit
+    #[arg(long)]
+    check: bool,
+    /// Print the configuration's JSON Schema and exit
+    #[arg(long)]
+    print_schema: bool,
+    /// Print the nftables interception rules the configuration installs and exit
+    #[arg(long)]
+    print_rules: bool,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut config, mut check, mut print_rules) = (None, false, false);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--version" | "-V" => {
-                println!("satlab-pep {}", env!("CARGO_PKG_VERSION"));
-                return;
-            }
-            "--config" => config = it.next().map(PathBuf::from),
-            "--check" => check = true,
-            "--print-rules" => print_rules = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            other => {
-                eprintln!("satlab-pep: unknown argument {other}\n{USAGE}");
-                std::process::exit(2);
-            }
-        }
+    let Args {
+        config: path,
+        check,
+        print_rules,
+        print_schema,
+    } = clap::Parser::parse();
+    if print_schema {
+        println!("{}", config::json_schema());
+        return;
     }
-    let Some(path) = config else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
-    };
+    // --config is required unless --print-schema, which has returned above.
+    let path = path.expect("clap requires --config");
     let cfg = match config::Config::from_yaml_file(&path) {
         Ok(c) => c,
         Err(e) => {
@@ -107,11 +103,7 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
     } else {
         None
     };
-    // SAFETY: installing an async-signal-safe handler (an atomic store).
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+    let stop = binkit::signals::stop_on_term();
     for (l, sat) in [(from_terrestrial, false), (from_satellite, true)] {
         let s = sh.clone();
         std::thread::Builder::new()
@@ -125,7 +117,7 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
             .spawn(move || http::serve(s, l))?;
     }
     eprintln!("satlab-pep: {} edge intercepting", sh.cfg.edge.as_str());
-    while !STOP.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     sh.stop.store(true, Ordering::Relaxed);

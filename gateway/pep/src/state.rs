@@ -1,6 +1,7 @@
 //! What the PEP counts: counters, the connections in progress, and a bounded log of finished ones.
 
 use crate::config::Config;
+use binkit::prom;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -189,8 +190,7 @@ impl Shared {
     /// The Prometheus text (format 0.0.4): `satlab_pep_<counter>_total`, `satlab_pep_<gauge>`
     /// and the uptime, each labelled with the edge.
     pub fn metrics(&self) -> String {
-        use std::fmt::Write;
-        let edge = self.cfg.edge.as_str();
+        let labels = format!("{{edge=\"{}\"}}", self.cfg.edge.as_str());
         let mut o = String::new();
         for (name, kind, help, v) in self.c.list() {
             let full = if kind == "counter" {
@@ -198,19 +198,17 @@ impl Shared {
             } else {
                 format!("satlab_pep_{name}")
             };
-            let _ = writeln!(o, "# HELP {full} {help}");
-            let _ = writeln!(o, "# TYPE {full} {kind}");
-            let _ = writeln!(o, "{full}{{edge=\"{edge}\"}} {v}");
+            prom::family(&mut o, &full, kind, help, &labels, v);
         }
-        let _ = writeln!(
-            o,
-            "# HELP satlab_pep_uptime_seconds Seconds since the PEP started."
-        );
-        let _ = writeln!(o, "# TYPE satlab_pep_uptime_seconds gauge");
-        let _ = writeln!(
-            o,
-            "satlab_pep_uptime_seconds{{edge=\"{edge}\"}} {:.3}",
-            self.started.elapsed().as_secs_f64()
+        let uptime = format!("{:.3}", self.started.elapsed().as_secs_f64());
+        let help = "Seconds since the PEP started.";
+        prom::family(
+            &mut o,
+            "satlab_pep_uptime_seconds",
+            "gauge",
+            help,
+            &labels,
+            uptime,
         );
         o
     }

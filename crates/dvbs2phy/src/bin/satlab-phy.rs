@@ -1,9 +1,8 @@
 //! satlab-phy: decodes DVB-S2 IQ written by emulator/phy/dvbs2_tx.py and prints one JSON line per
 //! frame, then a summary line (frames, frame errors, PER, decoder throughput).
 //!
-//! satlab-phy --modcod ID --frame normal|short [--pilots] --iq FILE --ref FILE
-//!            [--esn0 DB] [--goldcode N] [--max-iterations N] [--decoder NAME] [--frames N]
-//!            [--bench] [--quiet]
+//! satlab-phy --modcod ID --frame normal|short [--pilots] --iq FILE --ref FILE [OPTIONS]
+//! (`satlab-phy --help` lists them)
 //!
 //! --esn0: the channel's Es/N0, used for the LLR scaling (genie noise variance, as in link-level
 //! simulations); without it the noise is estimated per frame from the PLHEADER and pilots.
@@ -20,100 +19,64 @@ use dvbs2phy::iq;
 use dvbs2phy::{Config, FrameSize, ModCod, Receiver};
 use ldpc_toolbox::decoder::factory::DecoderImplementation;
 
+/// Command line (clap); a usage error exits 2, like a decoding error.
+#[derive(clap::Parser)]
+#[command(version, about)]
 struct Args {
+    /// MODCOD number (EN 302 307-1 table 12)
+    #[arg(long, value_name = "ID")]
     modcod: u32,
+    /// FECFRAME size: normal or short
+    #[arg(long, value_parser = FrameSize::parse)]
     frame: FrameSize,
+    /// The frames carry pilot blocks
+    #[arg(long)]
     pilots: bool,
+    /// The IQ file (emulator/phy/dvbs2_tx.py)
+    #[arg(long, value_name = "FILE")]
     iq: PathBuf,
+    /// The transmitted BBFRAMEs to compare with
+    #[arg(long = "ref", value_name = "FILE")]
     reference: PathBuf,
+    /// The channel's Es/N0, dB, for the LLR scaling (-10 to 40)
+    #[arg(long, value_name = "DB", allow_negative_numbers = true,
+          value_parser = |v: &str| number_in(v, -10.0, 40.0))]
     esn0: Option<f64>,
-    goldcode: usize,
-    max_iterations: usize,
+    /// Gold code of the physical-layer scrambling (0-262141)
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=262_141))]
+    goldcode: u32,
+    /// LDPC iterations at most (1-1000)
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_iterations: u32,
+    /// ldpc-toolbox decoder
+    #[arg(long, value_name = "NAME", default_value = "HLTanhf32", value_parser = decoder)]
     decoder: DecoderImplementation,
+    /// Decode only the first N frames
+    #[arg(long, value_name = "N")]
     frames: Option<usize>,
+    /// Print only the summary with the decoder throughput
+    #[arg(long)]
     bench: bool,
+    /// No line per frame
+    #[arg(long)]
     quiet: bool,
 }
 
-fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("{name} {v:?} is not a valid number"))
+fn decoder(v: &str) -> Result<DecoderImplementation, &'static str> {
+    v.parse().map_err(|_| "not an ldpc-toolbox decoder")
 }
 
-fn parse(argv: &[String]) -> Result<Args, String> {
-    let mut modcod = None;
-    let mut frame = None;
-    let mut pilots = false;
-    let mut iq = None;
-    let mut reference = None;
-    let mut esn0 = None;
-    let mut goldcode = 0usize;
-    let mut max_iterations = 50usize;
-    let mut decoder = DecoderImplementation::HLTanhf32;
-    let mut frames = None;
-    let mut bench = false;
-    let mut quiet = false;
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
-        };
-        match a.as_str() {
-            "--modcod" => modcod = Some(parse_num::<u32>("--modcod", &val()?)?),
-            "--frame" => frame = Some(FrameSize::parse(&val()?)?),
-            "--pilots" => pilots = true,
-            "--iq" => iq = Some(PathBuf::from(val()?)),
-            "--ref" => reference = Some(PathBuf::from(val()?)),
-            "--esn0" => {
-                let v: f64 = parse_num("--esn0", &val()?)?;
-                if !(-10.0..=40.0).contains(&v) {
-                    return Err(format!("--esn0 {v} is outside [-10, 40] dB"));
-                }
-                esn0 = Some(v);
-            }
-            "--goldcode" => {
-                goldcode = parse_num("--goldcode", &val()?)?;
-                if goldcode > 262_141 {
-                    return Err(format!("--goldcode {goldcode} is outside [0, 262141]"));
-                }
-            }
-            "--max-iterations" => {
-                max_iterations = parse_num("--max-iterations", &val()?)?;
-                if !(1..=1000).contains(&max_iterations) {
-                    return Err(format!(
-                        "--max-iterations {max_iterations} is outside [1, 1000]"
-                    ));
-                }
-            }
-            "--decoder" => {
-                let v = val()?;
-                decoder = v
-                    .parse()
-                    .map_err(|_| format!("--decoder {v:?} is not an ldpc-toolbox decoder"))?;
-            }
-            "--frames" => frames = Some(parse_num("--frames", &val()?)?),
-            "--bench" => bench = true,
-            "--quiet" => quiet = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+/// A number in [lo, hi].
+fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let x: f64 = v
+        .parse()
+        .map_err(|_| format!("{v:?} is not a valid number"))?;
+    if !(lo..=hi).contains(&x) {
+        return Err(format!("{v} is outside [{lo}, {hi}]"));
     }
-    Ok(Args {
-        modcod: modcod.ok_or("--modcod is required")?,
-        frame: frame.ok_or("--frame is required (normal or short)")?,
-        pilots,
-        iq: iq.ok_or("--iq is required")?,
-        reference: reference.ok_or("--ref is required")?,
-        esn0,
-        goldcode,
-        max_iterations,
-        decoder,
-        frames,
-        bench,
-        quiet,
-    })
+    Ok(x)
 }
 
 fn run(a: Args) -> Result<(), String> {
@@ -124,9 +87,9 @@ fn run(a: Args) -> Result<(), String> {
     let ref_len = mc.kbch / 8;
     let mut rx = Receiver::new(Config {
         modcod: mc,
-        goldcode: a.goldcode,
+        goldcode: a.goldcode as usize,
         n0: a.esn0.map(|e| 10f64.powf(-e / 10.0)),
-        max_iterations: a.max_iterations,
+        max_iterations: a.max_iterations as usize,
         decoder: a.decoder,
     });
     let len = rx.frame_len();
@@ -226,21 +189,8 @@ fn thread_cpu_s() -> f64 {
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    match parse(&argv).and_then(run) {
+    match run(clap::Parser::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            println!(
-                "{}",
-                include_str!("satlab-phy.rs")
-                    .lines()
-                    .take_while(|l| l.starts_with("//!"))
-                    .map(|l| l.trim_start_matches("//!").trim_start_matches(" "))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
-            ExitCode::SUCCESS
-        }
         Err(e) => {
             eprintln!("satlab-phy: {e}");
             ExitCode::from(2)

@@ -1,0 +1,118 @@
+//! A small HTTP/1.0 endpoint on its own thread: GET only, one request per connection, not on the
+//! data path. The caller names its paths and answers each with a content type and a body.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub const JSON: &str = "application/json";
+
+/// Serves until `stop`: `answer(path)` for a GET of one of `paths` returns (content type, body);
+/// any other GET is 404 naming the paths, any other method 405.
+pub fn serve<F>(listener: TcpListener, stop: &AtomicBool, paths: &[&str], answer: F)
+where
+    F: Fn(&str) -> (&'static str, String),
+{
+    // Non-blocking accept so the thread sees the stop flag.
+    let _ = listener.set_nonblocking(true);
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((s, _)) => {
+                let _ = handle(s, paths, &answer);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn handle<F>(mut s: TcpStream, paths: &[&str], answer: &F) -> std::io::Result<()>
+where
+    F: Fn(&str) -> (&'static str, String),
+{
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let (method, path) = request_line(&mut s)?;
+    let (code, reason, ctype, body) = match method.as_str() {
+        "GET" if paths.contains(&path.as_str()) => {
+            let (ctype, body) = answer(&path);
+            (200, "OK", ctype, body)
+        }
+        "GET" => (
+            404,
+            "Not Found",
+            JSON,
+            format!(r#"{{"error":"not found: {}"}}"#, paths.join(", ")),
+        ),
+        _ => (
+            405,
+            "Method Not Allowed",
+            JSON,
+            r#"{"error":"method not allowed"}"#.into(),
+        ),
+    };
+    write!(
+        s,
+        "HTTP/1.0 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    s.flush()
+}
+
+/// Reads the request head (up to 4 KiB or its blank line) and returns its method and path.
+fn request_line(s: &mut TcpStream) -> std::io::Result<(String, String)> {
+    let mut buf = [0u8; 4096];
+    let mut n = 0;
+    while n < buf.len() {
+        let k = s.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+        if buf[..n].windows(4).any(|w| w == b"\r\n\r\n")
+            || buf[..n].windows(2).any(|w| w == b"\n\n")
+        {
+            break;
+        }
+    }
+    let req = String::from_utf8_lossy(&buf[..n]);
+    let mut parts = req.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    Ok((method, parts.next().unwrap_or("").to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn get(addr: std::net::SocketAddr, req: &str) -> String {
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn answers_named_paths_and_refuses_the_rest() {
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            super::serve(l, &STOP, &["/status", "/metrics"], |p| {
+                (super::JSON, format!("{{\"path\":\"{p}\"}}"))
+            })
+        });
+        let ok = get(addr, "GET /status HTTP/1.0\r\n\r\n");
+        assert!(ok.starts_with("HTTP/1.0 200 OK\r\n"), "{ok}");
+        assert!(ok.ends_with("{\"path\":\"/status\"}"));
+        let missing = get(addr, "GET /x HTTP/1.0\r\n\r\n");
+        assert!(missing.starts_with("HTTP/1.0 404 Not Found\r\n"));
+        assert!(missing.ends_with(r#"{"error":"not found: /status, /metrics"}"#));
+        let post = get(addr, "POST /status HTTP/1.0\r\n\r\n");
+        assert!(post.starts_with("HTTP/1.0 405 Method Not Allowed\r\n"));
+        STOP.store(true, Ordering::Relaxed);
+        t.join().unwrap();
+    }
+}
