@@ -124,6 +124,12 @@ def unregister(name: str) -> None:
         bpftool_by_id("map", map_id, "struct_ops", "unregister")
 
 
+def assert_registered_once(name: str, map_id: int) -> None:
+    """`name` is offered to sockets and is exactly one registered struct_ops map, `map_id`."""
+    assert name in available_congestion_controls()
+    assert struct_ops_ids(name) == [map_id]
+
+
 @contextlib.contextmanager
 def registered(obj: Path, name: str) -> Iterator[int]:
     """Registers the struct_ops map `name` from `obj` for the duration; yields its id.

@@ -26,6 +26,8 @@ from typing import Any
 
 from ca_harness import ENDHOSTS, TRANSFER, run
 
+from satlab.testbed.topology import WireEnd, bare_wire, new_namespace
+
 EMULATOR = ENDHOSTS.parent / "target" / "release" / "satlab-emulator"
 SENDER_IP, RECEIVER_IP = "10.77.0.1", "10.77.0.2"
 
@@ -35,17 +37,6 @@ class LinkedHosts:
     sender: str
     receiver: str
     emulator: str
-
-
-def _veth(host_ns: str, host_if: str, emu_ns: str, emu_if: str, addr: str) -> None:
-    run("ip", "link", "add", host_if, "netns", host_ns, "type", "veth",
-        "peer", "name", emu_if, "netns", emu_ns)  # fmt: skip
-    run("ip", "-n", host_ns, "addr", "add", f"{addr}/24", "dev", host_if)
-    for ns, ifname in ((host_ns, host_if), (emu_ns, emu_if)):
-        run("ip", "-n", ns, "link", "set", ifname, "up")
-        # Wire-sized segments: the window counts real packets, as use_real_segments().
-        run("ip", "netns", "exec", ns, "ethtool", "-K", ifname,
-            "tso", "off", "gso", "off", "gro", "off")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -62,11 +53,18 @@ def emulated_path(
     with tempfile.TemporaryDirectory(prefix="satlab-endhosts-") as tmp:
         try:
             for ns in (path.sender, path.emulator, path.receiver):
-                run("ip", "netns", "add", ns)
+                new_namespace(ns)
                 created.append(ns)
-                run("ip", "-n", ns, "link", "set", "lo", "up")
-            _veth(path.sender, "ws0", path.emulator, "egw", SENDER_IP)
-            _veth(path.receiver, "wr0", path.emulator, "est", RECEIVER_IP)
+            ends = (
+                WireEnd(path.sender, "ws0", SENDER_IP),
+                WireEnd(path.receiver, "wr0", RECEIVER_IP),
+            )
+            bare_wire(path.emulator, ("egw", "est"), ends, mtu=1500)
+            for ns, ifname in ((path.sender, "ws0"), (path.emulator, "egw"),
+                               (path.receiver, "wr0"), (path.emulator, "est")):  # fmt: skip
+                # Wire-sized segments: the window counts real packets, as use_real_segments().
+                run("ip", "netns", "exec", ns, "ethtool", "-K", ifname,
+                    "tso", "off", "gso", "off", "gro", "off")  # fmt: skip
             # Every connection starts from scratch (no ssthresh or RTT cached per peer).
             run("ip", "netns", "exec", path.sender, "sysctl", "-qw",
                 "net.ipv4.tcp_no_metrics_save=1")  # fmt: skip

@@ -91,22 +91,37 @@ def stats_of(final: dict[str, object]) -> dict[str, int]:
     return dict(zip(ERN_STATS, raw["ern_stats"], strict=True))
 
 
-def test_negotiated_on_syn_and_synack(built: Path, netns: str, tmp_path: Path) -> None:
+def ern_transfer(
+    netns: str, tag: str, plain_receiver: bool = False, capture: Path | None = None
+) -> tuple[str, dict[str, object], dict[str, int]]:
+    """One transfer with sl_ern loaded for the sender's cgroup and, unless `plain_receiver`, the
+    receiver's; returns the CA's name, the sender's report and the ERN counters."""
     use_real_segments(netns)
     no_timestamps(netns)
     with (
-        cgroup(f"sltest-{os.getpid()}-ern") as cg,
-        loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag="tern") as ld,
+        cgroup(f"sltest-{os.getpid()}-{tag}") as cg,
+        loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag=f"t{tag}") as ld,
     ):
-        pcap = tmp_path / "ern.pcap"
-        sent = transfer(netns, cg, cg, ld.ca, capture=pcap)
+        sent = transfer(netns, cg, None if plain_receiver else cg, ld.ca, capture=capture)
         final = ld.stop()
-    stats = stats_of(final)
+    return ld.ca, sent, stats_of(final)
+
+
+def handshake_and_data(pcap: Path) -> tuple[list[str], list[str], list[str]]:
+    """The SYN, the SYN-ACK and the sender's data segments of a capture, as hex."""
+    return (
+        hex_of(pcap, f"src port {SPORT} and tcp[13] == 2"),
+        hex_of(pcap, f"src port {PORT} and tcp[13] == 18"),
+        hex_of(pcap, f"src port {SPORT} and tcp[13] & 8 != 0"),
+    )
+
+
+def test_negotiated_on_syn_and_synack(built: Path, netns: str, tmp_path: Path) -> None:
+    pcap = tmp_path / "ern.pcap"
+    ca, sent, stats = ern_transfer(netns, "ern", capture=pcap)
     report = f"counters {stats}"
-    assert sent["congestion_control"] == ld.ca
-    syn = hex_of(pcap, f"src port {SPORT} and tcp[13] == 2")
-    synack = hex_of(pcap, f"src port {PORT} and tcp[13] == 18")
-    data = hex_of(pcap, f"src port {SPORT} and tcp[13] & 8 != 0")
+    assert sent["congestion_control"] == ca
+    syn, synack, data = handshake_and_data(pcap)
     assert syn and OPTION_HEAD in syn[0], syn
     assert synack and OPTION_HEAD in synack[0], synack
     # data: IP (20 B) + TCP (20 B), then the ERN option first, H_feedback "no limit"
@@ -119,20 +134,10 @@ def test_negotiated_on_syn_and_synack(built: Path, netns: str, tmp_path: Path) -
 
 
 def test_plain_peer_falls_back_to_the_base_cc(built: Path, netns: str, tmp_path: Path) -> None:
-    use_real_segments(netns)
-    no_timestamps(netns)
-    with (
-        cgroup(f"sltest-{os.getpid()}-ernp") as cg,
-        loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag="ternp") as ld,
-    ):
-        pcap = tmp_path / "plain.pcap"
-        sent = transfer(netns, cg, None, ld.ca, capture=pcap)
-        final = ld.stop()
-    stats = stats_of(final)
+    pcap = tmp_path / "plain.pcap"
+    _, sent, stats = ern_transfer(netns, "ernp", plain_receiver=True, capture=pcap)
     report = f"counters {stats}, sender {sent['tcp_info']}"
-    syn = hex_of(pcap, f"src port {SPORT} and tcp[13] == 2")
-    synack = hex_of(pcap, f"src port {PORT} and tcp[13] == 18")
-    data = hex_of(pcap, f"src port {SPORT} and tcp[13] & 8 != 0")
+    syn, synack, data = handshake_and_data(pcap)
     assert syn and OPTION_HEAD in syn[0], syn
     assert synack and OPTION_HEAD not in synack[0], synack
     assert data and not any(OPTION_HEAD in p for p in data), data[:2]
@@ -159,16 +164,8 @@ def feedback_router(netns: str, feedback: int) -> None:
 def test_window_held_by_the_echoed_feedback(built: Path, netns: str) -> None:
     """Feedback 0 on every data segment: cwnd_ern stays where the first echo found the window
     (the initial 10 segments), while the same transfer without the router grows past 50."""
-    use_real_segments(netns)
-    no_timestamps(netns)
     feedback_router(netns, 0)
-    with (
-        cgroup(f"sltest-{os.getpid()}-ernc") as cg,
-        loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag="ternc") as ld,
-    ):
-        sent = transfer(netns, cg, cg, ld.ca)
-        final = ld.stop()
-    stats = stats_of(final)
+    _, sent, stats = ern_transfer(netns, "ernc")
     report = f"counters {stats}, max cwnd {max_cwnd(sent)}"
     assert stats["feedback_applied"] > 100, report
     assert stats["ern_limited"] > 100, report
@@ -177,15 +174,8 @@ def test_window_held_by_the_echoed_feedback(built: Path, netns: str) -> None:
 
 def test_negative_feedback_drives_the_window_to_its_floor(built: Path, netns: str) -> None:
     """-1 MSS per data segment: cwnd_ern falls to the 2-packet floor and stays there."""
-    use_real_segments(netns)
-    no_timestamps(netns)
     feedback_router(netns, -1448)
-    with (
-        cgroup(f"sltest-{os.getpid()}-ernn") as cg,
-        loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag="ternn") as ld,
-    ):
-        sent = transfer(netns, cg, cg, ld.ca)
-        ld.stop()
+    _, sent, _ = ern_transfer(netns, "ernn")
     samples = sent["samples"]
     assert isinstance(samples, list)
     tail = [int(s["snd_cwnd"]) for s in samples[len(samples) // 2 :]]

@@ -16,6 +16,7 @@ import pytest
 from ca_harness import (
     TCP_INFINITE_SSTHRESH,
     allowed_as_namespace_default,
+    assert_registered_once,
     available_congestion_controls,
     drop_every_nth_segment,
     dropped_segments,
@@ -41,8 +42,7 @@ def newreno(built: Path) -> Iterator[int]:
 
 
 def test_registers_and_is_available(newreno: int) -> None:
-    assert CA_NAME in available_congestion_controls()
-    assert struct_ops_ids(CA_NAME) == [newreno]
+    assert_registered_once(CA_NAME, newreno)
 
 
 def test_transfer_selects_sl_newreno_with_setsockopt(newreno: int, netns: str) -> None:

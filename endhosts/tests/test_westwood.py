@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 from ca_harness import (
     TCP_INFINITE_SSTHRESH,
+    assert_registered_once,
     available_congestion_controls,
     drop_every_nth_segment,
     drop_segments,
     dropped_segments,
     registered,
     run,
-    struct_ops_ids,
     struct_ops_maps,
     transfer,
     use_real_segments,
@@ -75,8 +75,7 @@ def westwood(built: Path) -> Iterator[int]:
 
 
 def test_registers_and_is_available(westwood: int) -> None:
-    assert CA_NAME in available_congestion_controls()
-    assert struct_ops_ids(CA_NAME) == [westwood]
+    assert_registered_once(CA_NAME, westwood)
 
 
 def test_transfer_with_periodic_loss_is_byte_exact(westwood: int, netns: str) -> None:

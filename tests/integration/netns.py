@@ -38,10 +38,13 @@ import yaml
 from pyroute2 import NetNS, netns
 
 # One setns helper for every test tier: the product's (a socket made inside a namespace).
-from satlab.testbed.topology import socket_in_netns
+from satlab.testbed.topology import WireEnd, bare_wire, new_namespace, socket_in_netns
 
 REPO = Path(__file__).resolve().parents[2]
-EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
+# SATLAB_EMULATOR_BIN: another build to run (e.g. the benchmark comparing an older binary).
+EMULATOR_BIN = Path(
+    os.environ.get("SATLAB_EMULATOR_BIN") or REPO / "target" / "release" / "satlab-emulator"
+)
 NAIVE_BIN = REPO / "target" / "release" / "naive-forwarder"
 MAC_GW = "02:5a:00:00:00:01"
 MAC_ST = "02:5a:00:00:00:02"
@@ -202,7 +205,7 @@ class Topology:
         self.close()
 
     def _new_ns(self, name: str) -> None:
-        netns.create(name)
+        new_namespace(name)
         self.created.append(name)
         for key, val in (
             ("net.ipv6.conf.all.disable_ipv6", "1"),
@@ -211,8 +214,6 @@ class Topology:
             ("net.ipv4.conf.default.rp_filter", "0"),
         ):
             self.sh(name, ["sysctl", "-qw", f"{key}={val}"])
-        with NetNS(name) as ns:
-            ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
 
     def _veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str, mac_a: str | None = None) -> None:
         with NetNS(ns_a) as a:
@@ -245,10 +246,16 @@ class Topology:
             return
         for n in (self.gw, self.emu, self.st):
             self._new_ns(n)
-        self._veth(self.gw, "gw0", self.emu, "egw", MAC_GW)
-        self._veth(self.st, "st0", self.emu, "est", MAC_ST)
-        self._addr(self.gw, "gw0", self.gw_ip)
-        self._addr(self.st, "st0", self.st_ip)
+        gw_end = WireEnd(self.gw, "gw0", self.gw_ip, MAC_GW)
+        st_end = WireEnd(self.st, "st0", self.st_ip, MAC_ST)
+        bare_wire(self.emu, ("egw", "est"), (gw_end, st_end), self.mtu)
+        for ns, ifname in (
+            (self.gw, "gw0"),
+            (self.emu, "egw"),
+            (self.st, "st0"),
+            (self.emu, "est"),
+        ):
+            self.offloads_off(ns, ifname)
         if self.mode == "l2":
             # Permanent neighbours: no ARP across the (slow, lossy) emulated link.
             self.sh(self.gw, ["ip", "neigh", "replace", self.st_ip, "lladdr", MAC_ST, "dev", "gw0"])

@@ -243,6 +243,43 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         h["st"].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
 
 
+def new_namespace(name: str) -> None:
+    """Create network namespace `name` with its loopback up."""
+    netns.create(name)
+    with NetNS(name) as ns:
+        _up(ns, "lo")
+
+
+@dataclass(frozen=True)
+class WireEnd:
+    """One host of a bare wire: its namespace, interface, address (/24) and, if set, its MAC."""
+
+    netns: str
+    ifname: str
+    address: str
+    mac: str | None = None
+
+
+def bare_wire(emu: str, ports: tuple[str, str], ends: tuple[WireEnd, WireEnd], mtu: int) -> None:
+    """Two hosts joined through an emulator box and nothing else (no routers, no LANs, no routes):
+
+        end0 --veth-- [emu: ports[0] | ports[1]] --veth-- end1
+
+    The namespaces exist already (`new_namespace`); the caller removes them. The smallest
+    topology a component test needs to put a link model between two hosts."""
+    for end, port in zip(ends, ports, strict=True):
+        with NetNS(end.netns) as host:
+            host.link(
+                "add", ifname=end.ifname, kind="veth", peer={"ifname": port, "net_ns_fd": emu}
+            )
+            if end.mac:  # before the link is up
+                host.link("set", index=host.link_lookup(ifname=end.ifname)[0], address=end.mac)
+            idx = _up(host, end.ifname, mtu)
+            host.addr("add", index=idx, address=end.address, prefixlen=24)
+        with NetNS(emu) as e:
+            _up(e, port, mtu)
+
+
 def interfaces(topo: Topology, role: str) -> list[str]:
     """The data interfaces of a box (what offload settings apply to)."""
     return list(topo.boxes[role].interfaces)
