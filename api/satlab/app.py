@@ -19,15 +19,16 @@ from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from satlab import __version__, db
+from satlab.reproduce import routes as reproductions
 from satlab.service import janitor as janitors
 from satlab.service.errors import ServiceError
 from satlab.service.routes import (
     admin,
     boxes,
     experiments,
+    link,
     linktools,
     opensand,
-    reproductions,
     runs,
     scenarios,
 )
@@ -179,7 +180,17 @@ def create_app() -> FastAPI:
             {"status": "ok", "database": "ok", "postgres": pg, "version": __version__}
         )
 
-    for module in (scenarios, experiments, runs, reproductions, linktools, opensand, admin, boxes):
+    for module in (
+        scenarios,
+        experiments,
+        runs,
+        reproductions,
+        link,
+        linktools,
+        opensand,
+        admin,
+        boxes,
+    ):
         app.include_router(module.router)
 
     def openapi() -> dict[str, object]:

@@ -1,10 +1,10 @@
 """The transport schemes SatLab offers, as ready-made scenario configurations (`GET /api/schemes`;
 the web UI's scheme picker adds them to a scenario).
 
-Adding a scheme is one entry in SCHEMES: `configuration` is a `configurations[]` item exactly as
-the scenario schema accepts it (satlab.scenario.Configuration; checked when this module loads, so
-a bad entry fails at start-up and in the tests, not in a run). `paper_section` names the part of
-the paper the scheme implements, or None for the standard baselines.
+Adding a scheme is one entry in SCHEME_PRESETS: `configuration` is a `configurations[]` item
+exactly as the scenario schema accepts it (satlab.scenario.Configuration; checked when this module
+loads, so a bad entry fails at start-up and in the tests, not in a run). `paper_section` names the
+part of the paper the scheme implements, or None for the standard baselines.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, NotRequired, TypedDict
 from satlab.scenario import Configuration, HostSettings
 
 
-class Scheme(TypedDict):
+class SchemePreset(TypedDict):
     name: str
     label: str
     description: str
@@ -27,7 +27,7 @@ class Scheme(TypedDict):
 # Thresholds of the RED entries: the gateway's defaults (scenario.GatewayAqm: min_th 5, max_th 15
 # average packets, max_p 0.1, w_q 0.002), the classic Floyd-Jacobson values; a scenario that
 # wants others edits them after picking.
-SCHEMES: list[Scheme] = [
+SCHEME_PRESETS: list[SchemePreset] = [
     {
         "name": "cubic",
         "label": "TCP CUBIC (kernel)",
@@ -218,15 +218,15 @@ SCHEMES: list[Scheme] = [
 ]
 
 
-def schemes() -> list[Scheme]:
-    return SCHEMES
+def schemes() -> list[SchemePreset]:
+    return SCHEME_PRESETS
 
 
 def _check() -> None:
-    names = [s["name"] for s in SCHEMES]
+    names = [s["name"] for s in SCHEME_PRESETS]
     if len(set(names)) != len(names):
         raise ValueError(f"satlab.catalog: scheme names must be unique: {names}")
-    for s in SCHEMES:
+    for s in SCHEME_PRESETS:
         Configuration.model_validate(s["configuration"])
         HostSettings.model_validate(s.get("host_settings", {}))
 

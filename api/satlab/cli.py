@@ -27,9 +27,10 @@ from rich.table import Table
 
 from satlab import remote_cli, toolkit_cli
 from satlab.agent import tlsca
+from satlab.ci_verdicts import print_verdicts
 from satlab.expectations import point_label
+from satlab.link_backend import BackendUnavailable, require_backend
 from satlab.opensand import cli as opensand_cli
-from satlab.opensand.backend import BackendUnavailable, require_backend
 from satlab.phy import command as phy_command
 from satlab.reproduce import command as reproduce
 from satlab.scenario import (
@@ -40,6 +41,8 @@ from satlab.scenario import (
     load_scenario,
     sweep_points,
 )
+from satlab.service import comparisons
+from satlab.service.results import aggregate_rows, headline
 from satlab.stats import Estimate, mean_ci95
 from satlab.testbed.emulator import LinkConfigError, check_link
 from satlab.testbed.runner import run_one
@@ -122,16 +125,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     claims = judge(sc, results)
     if claims:
         (out_dir / "expectations.json").write_text(json.dumps(claims, indent=2))
-        remote_cli.print_verdicts(claims)
+        print_verdicts(claims)
     return 1 if failed or any(c["verdict"] != "holds" for c in claims) else 0
 
 
 def judge(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The scenario's expectations on the local runs, with the service's aggregation and
     comparison (the same verdicts as GET /api/experiments/ID/expectations)."""
-    from satlab.service import comparisons
-    from satlab.service.results import aggregate_rows, headline
-
     rows = aggregate_rows(
         (
             r["configuration"],
@@ -145,23 +145,24 @@ def judge(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def compare(sc: Scenario, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per configuration and sweep value: the first traffic item's goodput, completion time and
-    the senders' retransmissions, as mean and 95% interval over repetitions."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    the senders' retransmissions (results.headline's), as mean and 95% interval over
+    repetitions."""
+    groups: dict[tuple[str, str], list[dict[str, float | None]]] = defaultdict(list)
     for r in results:
         if r["status"] == "ok":
-            groups[(r["configuration"], repr((r["sweep"] or {}).get("value")))].append(r)
+            groups[(r["configuration"], repr((r["sweep"] or {}).get("value")))].append(headline(r))
     rows = []
     for cfg in sc.configurations:
         for v in sweep_points(sc):
-            rs = groups.get((cfg.name, repr(v)), [])
-            good = [r["flows"][0]["goodput_bps"] for r in rs if r["flows"][0].get("goodput_bps")]
-            done = [r["flows"][0]["completion_s"] for r in rs if r["flows"][0].get("completion_s")]
-            retx = [float(sum(h["Tcp.RetransSegs"] for h in r["hosts"].values())) for r in rs]
+            hs = groups.get((cfg.name, repr(v)), [])
+            good = [g for h in hs if (g := h["goodput_bps"])]
+            done = [c for h in hs if (c := h["completion_s"])]
+            retx = [h["retransmissions"] or 0.0 for h in hs]
             rows.append(
                 {
                     "configuration": cfg.name,
                     "sweep_value": v,
-                    "runs": len(rs),
+                    "runs": len(hs),
                     "goodput_bps": mean_ci95(good).__dict__,
                     "completion_s": mean_ci95(done).__dict__,
                     "retransmissions": mean_ci95(retx).__dict__,

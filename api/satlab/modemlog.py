@@ -30,16 +30,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 
+from satlab import linkmodel
 from satlab.weather import MAX_TRACE_DB, MIN_TRACE_DB
 
 ESN0_RANGE_DB = (-30.0, 60.0)
 CLEAR_SKY_RANGE_DB = (-20.0, 60.0)  # the emulator's clear_sky_db bounds
 MAX_TICKS = 10_000_000
-DVBS2_TABLE = Path(__file__).resolve().parents[2] / "crates/linkmodel/src/data/dvbs2_modcod.txt"
 
 
 class LogError(ValueError):
@@ -57,14 +56,17 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).lower()
 
 
-def read_modcod_table(text: str) -> dict[str, Modcod]:
-    """MODCODs by normalised name and by id (`id MOD rate efficiency esn0_db` rows)."""
+def read_modcod_table(text: str | None = None) -> dict[str, Modcod]:
+    """MODCODs by normalised name and by id, of a table file's text (`id MOD rate efficiency
+    esn0_db` rows), or of the emulator's DVB-S2 table when None: read by the emulator's own parser
+    (satlab.linkmodel; one process per log imported)."""
+    try:
+        rows = linkmodel.modcods("dvbs2", text)
+    except linkmodel.LinkModelError as err:
+        raise LogError(f"modcod table: {err}") from None
     out: dict[str, Modcod] = {}
-    for raw in text.splitlines():
-        f = [x for x in re.split(r"[\s,]+", raw.split("#", 1)[0]) if x]
-        if len(f) != 5:
-            continue
-        m = Modcod(int(f[0]), f"{f[1]} {f[2]}", float(f[4]))
+    for r in rows:
+        m = Modcod(r["id"], r["name"], r["esn0_db"])
         out[_norm(m.name)] = m
         out[str(m.id)] = m
     return out
@@ -123,7 +125,7 @@ def parse(
         )
     ti, vi = cols.index(tcol), cols.index(vcol)
     if vcol == "modcod" and table is None:
-        table = read_modcod_table(DVBS2_TABLE.read_text())
+        table = read_modcod_table()
     log = ModemLog([], [], "esn0" if vcol == "esn0_db" else "modcod", [])
     t0: float | None = None
     for line, f in rows:

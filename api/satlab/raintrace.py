@@ -44,6 +44,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import optimize, signal, stats
 
+from satlab import linkmodel
+
 BETA_PER_S = 2e-4  # P.1853-1 step B
 P1853_PROBABILITIES = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 METHODS = ("p1853", "ccdf")
@@ -187,24 +189,12 @@ def format_trace(values: FloatArray, header: Sequence[str] = ()) -> str:
 
 
 def read_trace(path: Path | str) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    """Parse an OpenSAND attenuation file; errors name the file, line and reason."""
-    ticks: list[int] = []
-    vals: list[float] = []
-    for lineno, raw in enumerate(Path(path).read_text().splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) != 2:
-            raise ValueError(f"{path}:{lineno}: expected '<tick> <dB>', got {raw!r}")
-        try:
-            tick, db = int(parts[0]), float(parts[1])
-        except ValueError as e:
-            raise ValueError(f"{path}:{lineno}: {e}") from e
-        if tick < 0 or (ticks and tick <= ticks[-1]):
-            raise ValueError(f"{path}:{lineno}: ticks must be non-negative and increasing")
-        ticks.append(tick)
-        vals.append(db)
+    """Parse an OpenSAND attenuation file with the emulator's own parser (satlab.linkmodel, one
+    process per file: this reads whole files, rarely); errors name the file, line and reason."""
+    try:
+        ticks, vals = linkmodel.read_trace(str(path))
+    except linkmodel.LinkModelError as err:
+        raise ValueError(str(err)) from None
     return np.array(ticks, dtype=np.int64), np.array(vals, dtype=np.float64)
 
 

@@ -39,71 +39,31 @@ total_goodput_bps, completion_s, mean_fct_s, retransmissions, jain_fairness.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from satlab.expectations import Expectation, ExpectationError, evaluate
-from satlab.scenario import link_file_refs
+from satlab.ci_verdicts import (
+    check_expectations,
+    junit,
+    parse_expectation,
+    print_verdicts,
+    sweep_text,
+)
+from satlab.db_admin import cmd_library, cmd_token, migrate
+from satlab.rest_client import Client, CliError, wait
+from satlab.scenario import link_file_kind, link_file_refs
 from satlab.settings import REPO_ROOT
 
 console = Console(stderr=True)
 out = Console()
-TERMINAL = ("succeeded", "failed", "cancelled")
-
-
-class CliError(Exception):
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class Client:
-    def __init__(self, url: str, token: str | None) -> None:
-        if not token:
-            raise CliError("no token: set SATLAB_TOKEN or pass --token")
-        self.http = httpx.Client(
-            base_url=url.rstrip("/"),
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60.0,
-        )
-
-    def call(self, method: str, path: str, **kw: Any) -> Any:
-        try:
-            r = self.http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach the service: {exc}") from None
-        if r.status_code >= 400:
-            try:
-                body = r.json()
-                msg = body.get("detail") or r.text
-            except ValueError:
-                msg = r.text
-            raise CliError(f"{method} {path}: {r.status_code}\n{msg}")
-        ctype = r.headers.get("content-type", "")
-        return r.json() if ctype.startswith("application/json") else r.text
-
-
 # -- submit --
-
-FILE_KEYS = {"modcod_table": "modcod", "per_table": "per"}
-
-
-def _kind(where: str, key: str) -> str:
-    if key in FILE_KEYS:
-        return FILE_KEYS[key]
-    return "delay" if "delay" in where else "attenuation"
 
 
 def upload_files(client: Client, scenario: Path, data: dict[str, Any]) -> None:
@@ -120,14 +80,12 @@ def upload_files(client: Client, scenario: Path, data: dict[str, Any]) -> None:
         except OSError as err:
             raise CliError(f"{where}: cannot read {path}: {err.strerror}") from None
         f = client.call(
-            "POST", "/api/files", params={"name": ref, "kind": _kind(where, key)}, content=content
+            "POST",
+            "/api/files",
+            params={"name": ref, "kind": link_file_kind(where, key)},
+            content=content,
         )
         console.print(f"uploaded {ref} ({f['kind']}, {f['size_bytes']} bytes, id {f['id']})")
-
-
-def sweep_text(value: Any) -> str:
-    """A sweep point as the scenario writes it: `1e-05`, `[1e-05, false]` for two dimensions."""
-    return "" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
 
 
 def parse_sweep(text: str) -> dict[str, Any]:
@@ -186,105 +144,7 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
     return wait_and_check(client, exp["id"], args)
 
 
-# -- wait, expectations, JUnit --
-
-
-def wait(client: Client, exp_id: int, poll_s: float = 2.0) -> dict[str, Any]:
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.1f}/{task.total} runs {task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
-        task = None
-        while True:
-            exp = client.call("GET", f"/api/experiments/{exp_id}")
-            runs = exp["runs"] or []
-            done = sum(1 for r in runs if r["state"] in TERMINAL)
-            going = [r for r in runs if r["state"] == "running"]
-            info = ", ".join(f"{k} {v}" for k, v in sorted(exp["runs_by_state"].items()))
-            if going:
-                r = going[0]
-                info += f" | now {r['configuration']} rep {r['repetition']}"
-            if task is None:
-                task = bar.add_task(f"experiment {exp_id}", total=len(runs), info=info)
-            bar.update(task, completed=done + sum(r["progress"] for r in going), info=info)
-            if exp["state"] in TERMINAL:
-                return dict(exp)
-            time.sleep(poll_s)
-
-
-def parse_expectation(text: str) -> Expectation:
-    try:
-        return Expectation.parse(text)
-    except ExpectationError as err:
-        raise CliError(str(err)) from None
-
-
-def check_expectations(
-    client: Client, exp_id: int, texts: list[str]
-) -> list[tuple[Expectation, bool, str]]:
-    expects = [parse_expectation(t) for t in texts]
-    by_base: dict[str | None, dict[str, Any]] = {}
-    verdicts = []
-    for e in expects:
-        if e.baseline not in by_base:
-            params: dict[str, Any] = {"baseline": e.baseline} if e.baseline else {}
-            by_base[e.baseline] = client.call(
-                "GET", f"/api/experiments/{exp_id}/comparison", params=params
-            )
-        ok, note = evaluate(e, by_base[e.baseline])
-        verdicts.append((e, ok, note))
-    return verdicts
-
-
-def junit(
-    exp: dict[str, Any],
-    verdicts: list[tuple[Expectation, bool, str]],
-    claims: list[dict[str, Any]],
-    path: Path,
-) -> None:
-    suites = ET.Element("testsuites")
-    runs = exp["runs"] or []
-    failures = (
-        sum(1 for r in runs if r["state"] != "succeeded")
-        + sum(1 for _, ok, _ in verdicts if not ok)
-        + sum(1 for c in claims if c["verdict"] != "holds")
-    )
-    suite = ET.SubElement(
-        suites,
-        "testsuite",
-        name=f"satlab experiment {exp['id']} ({exp['scenario_name']})",
-        tests=str(len(runs) + len(verdicts) + len(claims)),
-        failures=str(failures),
-    )
-    for r in runs:
-        name = f"run {r['index']}: {r['configuration']}"
-        if r["sweep_value"] is not None:
-            name += f" sweep={sweep_text(r['sweep_value'])}"
-        name += f" rep {r['repetition']}"
-        dur = 0.0
-        case = ET.SubElement(suite, "testcase", classname="satlab.runs", name=name, time=f"{dur}")
-        if r["state"] != "succeeded":
-            fail = ET.SubElement(case, "failure", message=f"run {r['state']}")
-            fail.text = r.get("error") or r["state"]
-    for e, ok, note in verdicts:
-        case = ET.SubElement(suite, "testcase", classname="satlab.expect", name=e.text)
-        if not ok:
-            fail = ET.SubElement(case, "failure", message=note)
-            fail.text = note
-        else:
-            ET.SubElement(case, "system-out").text = note
-    for c in claims:
-        case = ET.SubElement(suite, "testcase", classname="satlab.expectations", name=c["id"])
-        text = f"{c['verdict']}: {c['claim']} ({c['measure']}): {c['note']}"
-        if c["verdict"] != "holds":
-            ET.SubElement(case, "failure", message=c["verdict"]).text = text
-        else:
-            ET.SubElement(case, "system-out").text = text
-    ET.indent(suites)
-    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True))
+# -- wait and judge --
 
 
 def wait_and_check(client: Client, exp_id: int, args: argparse.Namespace) -> int:
@@ -306,19 +166,6 @@ def wait_and_check(client: Client, exp_id: int, args: argparse.Namespace) -> int
         console.print(f"[red]run {r['id']} {r['configuration']} {r['state']}:[/] {r.get('error')}")
     held = all(ok for _, ok, _ in verdicts) and all(c["verdict"] == "holds" for c in claims)
     return 1 if failed_runs or not held else 0
-
-
-VERDICT_STYLE = {"holds": "green", "direction": "yellow", "fails": "red", "no-data": "red"}
-
-
-def print_verdicts(claims: list[dict[str, Any]]) -> None:
-    """The scenario's expectations, one line each: verdict, id, claim, measured mean [CI]."""
-    for c in claims:
-        style = VERDICT_STYLE[c["verdict"]]
-        console.print(
-            f"[{style}]{c['verdict'].upper()}[/] {c['id']}: {c['claim']} "
-            f"({c['measure']}, band [{c['band'][0]:g}, {c['band'][1]:g}]): {c['note']}"
-        )
 
 
 # -- list, show, compare, export --
@@ -463,70 +310,6 @@ def cmd_report(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_wait(client: Client, args: argparse.Namespace) -> int:
     return wait_and_check(client, args.id, args)
-
-
-# -- local (database) commands --
-
-
-def cmd_token(args: argparse.Namespace) -> int:
-    from sqlalchemy import select
-
-    from satlab import db
-    from satlab.service import auth
-    from satlab.service.models import ApiToken
-
-    with db.new_session() as s:
-        if args.token_cmd == "create":
-            row, token = auth.create_token(
-                s, args.name, args.role, args.scope, args.rate_limit, args.expires_days
-            )
-            s.commit()
-            console.print(
-                f"token {row.id} ({row.name}, {row.role}) created; it is shown only once:"
-            )
-            print(token)
-        elif args.token_cmd == "list":
-            t = Table()
-            for c in ("id", "name", "role", "scope", "rate/min", "last used", "revoked"):
-                t.add_column(c)
-            for r in s.scalars(select(ApiToken).order_by(ApiToken.id)):
-                t.add_row(
-                    str(r.id),
-                    r.name,
-                    r.role,
-                    ",".join(r.scope) if r.scope else "*",
-                    str(r.rate_limit_per_min or "default"),
-                    f"{r.last_used_at:%Y-%m-%d %H:%M}" if r.last_used_at else "",
-                    f"{r.revoked_at:%Y-%m-%d %H:%M}" if r.revoked_at else "",
-                )
-            out.print(t)
-        else:
-            auth.revoke_token(s, args.id)
-            s.commit()
-            console.print(f"token {args.id} revoked")
-    return 0
-
-
-def cmd_library(args: argparse.Namespace) -> int:
-    from satlab import db
-    from satlab.service import library
-
-    with db.new_session() as s:
-        outcomes = library.sync(s, Path(args.root))
-    for o in outcomes:
-        line = f"{o.action:9} {o.name} ({o.path})" + (f": {o.detail}" if o.detail else "")
-        style = "red" if o.action == "failed" else None
-        out.print(line, style=style, markup=False, highlight=False)
-    return 1 if any(o.action == "failed" for o in outcomes) else 0
-
-
-def migrate() -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    from satlab.settings import REPO_ROOT
-
-    command.upgrade(Config(str(REPO_ROOT / "api" / "alembic.ini")), "head")
 
 
 # -- wiring into satlab.cli --

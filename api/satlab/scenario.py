@@ -30,8 +30,8 @@ from pydantic import (
 
 from satlab import linkbudget
 from satlab.expectations import ExpectationSpec, Measure, same_value
-from satlab.opensand.backend import BACKENDS
-from satlab.schemes import SCHEMES
+from satlab.link_backend import BACKENDS
+from satlab.schemes import PROJECT_SCHEMES
 
 SCHEMA_VERSION = 1
 
@@ -300,7 +300,7 @@ class GatewaySettings(Strict):
     ceten_reflect: bool = Field(False, description="the st/gw edge reflects CETEN on ACKs")
     ceten_alpha: float = Field(
         0.5,
-        gt=0,
+        ge=1e-6,  # the gateway refuses smaller (gateway_schema.json, ceten.alpha)
         le=1,
         description="EWMA weight of the newest packet in the per-link survival estimates (the "
         "ETEN report's 0.5 forgets a corruption within about ten packets; smaller values "
@@ -560,7 +560,7 @@ class Scenario(Strict):
     @classmethod
     def _backend(cls, v: dict[str, Any]) -> dict[str, Any]:
         b = v.get("backend", "satlab")
-        if b not in BACKENDS:  # the runner's key, not the emulator's (satlab/opensand/backend.py)
+        if b not in BACKENDS:  # the runner's key, not the emulator's (satlab/link_backend.py)
             raise ValueError(f"backend: {b!r} is not one of {', '.join(BACKENDS)}")
         return v
 
@@ -578,7 +578,7 @@ class Scenario(Strict):
         for i, c in enumerate(self.configurations):
             for cc in sorted(c.congestion_controls(self.traffic)):
                 _check_project_cc(f"configurations.{i}", cc, c)
-                scheme = SCHEMES.get(cc)
+                scheme = PROJECT_SCHEMES.get(cc)
                 if scheme and scheme.needs_no_timestamps and self.hosts.settings.timestamps:
                     raise ValueError(
                         f"hosts.settings.timestamps: configurations.{i} uses {cc}, whose TCP "
@@ -655,12 +655,12 @@ def _check_project_cc(where: str, cc: str, c: Configuration) -> None:
     """A project congestion control must exist, and BETEN needs the edge's notices."""
     if not cc.startswith("sl_"):
         return  # a kernel one: the sender's setsockopt reports an unknown name at run time
-    if cc not in SCHEMES:
+    if cc not in PROJECT_SCHEMES:
         raise ValueError(
             f"{where}: congestion control {cc!r} is not a project scheme "
-            f"(one of {', '.join(sorted(SCHEMES))})"
+            f"(one of {', '.join(sorted(PROJECT_SCHEMES))})"
         )
-    flag = SCHEMES[cc].needs_gateway
+    flag = PROJECT_SCHEMES[cc].needs_gateway
     if flag and (c.gateway is None or not getattr(c.gateway, flag)):
         raise ValueError(
             f"{where}.gateway.{flag}: {cc} needs it from the satellite edges "
@@ -715,6 +715,17 @@ def link_file_refs(link: Any, where: str = "link") -> Iterator[tuple[str, str, s
     elif isinstance(link, list):
         for i, v in enumerate(link):
             yield from link_file_refs(v, f"{where}.{i}")
+
+
+# The files service's kind of a link file reference (`POST /api/files?kind=`).
+FILE_KINDS = {"modcod_table": "modcod", "per_table": "per"}
+
+
+def link_file_kind(where: str, key: str) -> str:
+    """The kind of the file at field path `where` (a link_file_refs entry) under `key`."""
+    if key in FILE_KINDS:
+        return FILE_KINDS[key]
+    return "delay" if "delay" in where else "attenuation"
 
 
 def map_link_files(link: Any, fn: Callable[[str, str], str], where: str = "link") -> Any:

@@ -12,11 +12,6 @@ short code (15 characters at most, TCP_CA_NAME_MAX).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ENDHOSTS_BUILD = REPO_ROOT / "endhosts" / "build"
-LOADER_BIN = ENDHOSTS_BUILD / "sl-scheme"
 
 # eten_stats indexes (endhosts/bpf/eten.bpf.c enum eten_stat), in order.
 ETEN_STATS = (
@@ -109,7 +104,9 @@ class Scheme:
     description: str = ""
 
 
-SCHEMES: dict[str, Scheme] = {
+# The project's own eBPF schemes by congestion_control name (catalog.SCHEME_PRESETS, the scenario
+# configurations the UI offers, is another list: presets that may use these or the kernel's).
+PROJECT_SCHEMES: dict[str, Scheme] = {
     s.name: s
     for s in (
         Scheme(
@@ -239,7 +236,7 @@ SCHEMES: dict[str, Scheme] = {
 
 def project_scheme(congestion_control: str) -> Scheme | None:
     """The project scheme a name selects, or None for a kernel congestion control."""
-    return SCHEMES.get(congestion_control)
+    return PROJECT_SCHEMES.get(congestion_control)
 
 
 def instance_name(testbed_id: str, role: str, scheme: Scheme) -> str:

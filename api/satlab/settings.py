@@ -1,5 +1,7 @@
-"""One place for the service's settings, read from the environment (SATLAB_*, DATABASE_URL)."""
+"""One place for the service's settings, read from the environment (SATLAB_*, DATABASE_URL), and for
+the repository's paths: the programs the runner starts and where they listen."""
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -7,6 +9,53 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _program(variable: str, default: Path) -> Path:
+    """A program's path: SATLAB_<NAME> when set (read once, at import), else the build's."""
+    return Path(os.environ.get(variable, default))
+
+
+# The data planes (`cargo build --release`) and the end hosts' scheme loader (`make -C endhosts`).
+EMULATOR_BIN = _program("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator")
+GATEWAY_BIN = _program("SATLAB_GATEWAY", REPO_ROOT / "target/release/satlab-gateway")
+PEP_BIN = _program("SATLAB_PEP", REPO_ROOT / "target/release/satlab-pep")
+WITHHOLD_BIN = _program("SATLAB_WITHHOLD", REPO_ROOT / "target/release/satlab-withhold")
+ENDHOSTS_BUILD = REPO_ROOT / "endhosts" / "build"
+LOADER_BIN = ENDHOSTS_BUILD / "sl-scheme"
+
+
+def phy_receiver_bin() -> Path:
+    """satlab-phy (`cargo build --release -p dvbs2phy`), SATLAB_PHY_BIN read at each call."""
+    return _program("SATLAB_PHY_BIN", REPO_ROOT / "target/release/satlab-phy")
+
+
+# The testbeds' state on this machine (read once, at import): a directory per namespace testbed,
+# the directory shared with the box containers, and the hardware testbeds' state.
+STATE_ROOT = Path(os.environ.get("SATLAB_STATE_DIR", "/run/satlab/testbeds"))
+SHARED_DIR = Path(os.environ.get("SATLAB_SHARED_DIR", "/run/satlab/shared"))
+HARDWARE_DIR = Path(os.environ.get("SATLAB_HARDWARE_DIR", "/run/satlab/hardware"))
+
+
+def testbed_kind() -> str:
+    """SATLAB_TESTBED: namespaces (the default), containers or hardware; read at each testbed."""
+    return os.environ.get("SATLAB_TESTBED", "namespaces")
+
+
+def controller_tls_paths() -> dict[str, str | None]:
+    """The hardware testbed's mutual-TLS files, by variable name (unset ones are None)."""
+    return {v: os.environ.get(v) for v in ("SATLAB_TLS_CERT", "SATLAB_TLS_KEY", "SATLAB_TLS_CA")}
+
+
+def box_wait_s() -> float:
+    """How long a hardware testbed waits for its boxes to be free (SATLAB_BOX_WAIT_S)."""
+    return float(os.environ.get("SATLAB_BOX_WAIT_S", "600"))
+
+
+# Where the runner makes each program listen, inside its box; the agent relays POST /http there.
+EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"  # control and metrics, inside the emulator's box
+GATEWAY_HTTP_LISTEN = "127.0.0.1:8791"  # inside the edge's namespace
+PEP_HTTP_LISTEN = "127.0.0.1:8792"  # inside the edge's namespace, next to the gateway's 8791
 
 
 class Settings(BaseSettings):

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from satlab.scenario import LINK_DEF_PREFIX, json_schema_dict, link_json_schema
-from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
+from satlab.settings import EMULATOR_BIN
+from satlab.testbed.emulator import LinkConfigError, check_link
 
 
 def _emulator() -> str:

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
+from satlab.link_backend import BackendUnavailable, emulator_link, require_backend
 from satlab.opensand import archive, tables
-from satlab.opensand.backend import BackendUnavailable, emulator_link, require_backend
 from satlab.opensand.cli import scenario_data
 from satlab.opensand.exporter import export_link, geometry_delay_ms
 from satlab.opensand.importer import QUEUE_MAX_BYTES, import_dir
 from satlab.opensand.xmlsafe import MAX_XML_BYTES, OpenSandError, parse_xml
 from satlab.scenario import ScenarioError, map_link_files, parse_scenario
-from satlab.settings import REPO_ROOT
-from satlab.testbed.emulator import EMULATOR_BIN, check_link
+from satlab.settings import EMULATOR_BIN, REPO_ROOT
+from satlab.testbed.emulator import check_link
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "opensand"
 

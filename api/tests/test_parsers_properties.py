@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from satlab.expectations import OPS, Expectation, ExpectationError, evaluate
 from satlab.scenario import Scenario, ScenarioError, expand_runs, parse_scenario
-from satlab.schemes import SCHEMES
+from satlab.schemes import PROJECT_SCHEMES
 from satlab.service.errors import Invalid
 from satlab.service.files import validate
 from satlab.service.scenarios import spec_yaml
@@ -69,7 +69,7 @@ small = mostly(st.integers(1, 2), st.integers(min_value=-1, max_value=20) | scal
 names = mostly(
     st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,8}", fullmatch=True), st.text(max_size=6)
 )
-congestion_controls = st.sampled_from(["cubic", "reno", "bbr", "sl_nope", *SCHEMES]) | names
+congestion_controls = st.sampled_from(["cubic", "reno", "bbr", "sl_nope", *PROJECT_SCHEMES]) | names
 
 
 def maybe(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -402,7 +402,7 @@ def test_shipped_modcod_tables_are_accepted() -> None:
     data = Path(__file__).resolve().parents[2] / "crates/linkmodel/src/data"
     assert validate("modcod", (data / "dvbs2_modcod.txt").read_bytes()) == 28
     assert validate("modcod", (data / "dvbs2x_modcod.txt").read_bytes()) == 66
-    with pytest.raises(Invalid, match="code rate '5/9-X'"):
+    with pytest.raises(Invalid, match='code rate "5/9-X"'):
         validate("modcod", b"1 8APSK 5/9-X 1.6 4.7\n")
 
 

@@ -147,7 +147,10 @@ def test_read_trace_names_file_line_and_reason(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"bad\.txt:3:"):
         raintrace.read_trace(f)
     f.write_text("0 0\n2 1\n1 2\n")
-    with pytest.raises(ValueError, match=r"bad\.txt:3: ticks must be .*increasing"):
+    with pytest.raises(
+        ValueError,
+        match=r"bad\.txt:3: tick 1 is not after the previous tick 2 \(ticks must increase\)",
+    ):
         raintrace.read_trace(f)
 
 

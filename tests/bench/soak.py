@@ -61,7 +61,7 @@ import psycopg
 import yaml
 
 from satlab.service.queue import RUN_TASK
-from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN as EMULATOR_HTTP
+from satlab.settings import EMULATOR_CONTROL_LISTEN as EMULATOR_HTTP
 from satlab.testbed.gateway import HTTP_LISTEN as GATEWAY_HTTP
 from satlab.testbed.schemes import AVAILABLE_CC, CGROUP_ROOT, pin_dir
 from satlab.testbed.testbed import STATE_ROOT, sweep

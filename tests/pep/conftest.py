@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from satlab.settings import PEP_BIN
 from satlab.testbed import topology
-from satlab.testbed.pep import PEP_BIN
 from satlab.testbed.testbed import STATE_ROOT
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -52,15 +52,18 @@ from pathlib import Path
 from typing import Any
 
 from satlab.agent import tcpinfo, tlshttp
+from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
-from satlab.schemes import LOADER_BIN
-from satlab.testbed.emulator import EMULATOR_BIN, EMULATOR_CONTROL_LISTEN
-from satlab.testbed.gateway import GATEWAY_BIN
-from satlab.testbed.gateway import HTTP_LISTEN as GATEWAY_HTTP_LISTEN
-from satlab.testbed.pep import HTTP_LISTEN as PEP_HTTP_LISTEN
-from satlab.testbed.pep import PEP_BIN
-from satlab.testbed.schemes import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
-from satlab.testbed.withhold import WITHHOLD_BIN
+from satlab.settings import (
+    EMULATOR_BIN,
+    EMULATOR_CONTROL_LISTEN,
+    GATEWAY_BIN,
+    GATEWAY_HTTP_LISTEN,
+    LOADER_BIN,
+    PEP_BIN,
+    PEP_HTTP_LISTEN,
+    WITHHOLD_BIN,
+)
 
 MAX_SAMPLES = 500_000  # bounds memory: an hour of 10 ms samples of one flow
 ROUTE_METRICS = ("window", "advmss", "initcwnd")  # ip-route(8) names

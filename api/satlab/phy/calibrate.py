@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import shlex
 import subprocess
 import sys
@@ -28,9 +27,10 @@ from typing import Any
 
 from scipy.stats import beta
 
-ROOT = Path(__file__).resolve().parents[3]
-TX_SCRIPT = ROOT / "emulator" / "phy" / "dvbs2_tx.py"
-MODCOD_FILE = ROOT / "crates" / "linkmodel" / "src" / "data" / "dvbs2_modcod.txt"
+from satlab.settings import REPO_ROOT, phy_receiver_bin
+
+TX_SCRIPT = REPO_ROOT / "emulator" / "phy" / "dvbs2_tx.py"
+MODCOD_FILE = REPO_ROOT / "crates" / "linkmodel" / "src" / "data" / "dvbs2_modcod.txt"
 GR_PYTHON = "/usr/bin/python3"
 # Frames per transmitter run: bounds the IQ written at once (a normal 8PSK frame is 175 kB).
 BATCH = {"short": 200, "normal": 50}
@@ -40,10 +40,6 @@ DECODER = "HLTanhf32"
 
 class CalibrationError(Exception):
     """A bad parameter or a failed step, with a message naming it."""
-
-
-def receiver_bin() -> Path:
-    return Path(os.environ.get("SATLAB_PHY_BIN", ROOT / "target" / "release" / "satlab-phy"))
 
 
 def table13() -> dict[int, tuple[str, str, float]]:
@@ -121,7 +117,7 @@ class Point:
 
 def run_point(pt: Point, frames: int, workdir: Path) -> dict[str, Any]:
     """Simulates `frames` frames at one point; returns the counts and timings."""
-    rx = receiver_bin()
+    rx = phy_receiver_bin()
     if not rx.exists():
         raise CalibrationError(
             f"{rx} is missing: build it with `cargo build --release -p dvbs2phy`"

@@ -28,7 +28,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from satlab import remote_cli
-from satlab.remote_cli import Client, CliError
 from satlab.reproduce import local, report
 from satlab.reproduce.selection import (
     PAPERS,
@@ -40,6 +39,7 @@ from satlab.reproduce.selection import (
 )
 from satlab.reproduce.service import key
 from satlab.reproduce.version import commit as repo_commit
+from satlab.rest_client import Client, CliError, wait
 from satlab.scenario import ScenarioError, expand_runs
 from satlab.settings import REPO_ROOT
 from satlab.testbed.emulator import LinkConfigError
@@ -189,7 +189,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             client = Client(args.service, args.token)
             for exp_id in submit_service(client, entries, args.subset, commit):
-                remote_cli.wait(client, exp_id)
+                wait(client, exp_id)
             rep = client.call("GET", "/api/reproductions/latest", params={"commit": commit})
     except (SelectionError, ScenarioError, LinkConfigError) as err:
         console.print(f"[red]{err}[/red]")

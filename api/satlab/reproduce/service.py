@@ -25,7 +25,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from satlab import __version__
-from satlab.remote_cli import _kind as file_kind
 from satlab.reproduce import report, selection
 from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import (
@@ -37,7 +36,7 @@ from satlab.reproduce.selection import (
 from satlab.reproduce.selection import (
     select as select_entries,
 )
-from satlab.scenario import expand_runs, link_file_refs
+from satlab.scenario import expand_runs, link_file_kind, link_file_refs
 from satlab.service import experiments, files, library, limits, links, results, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, NotFound
@@ -57,7 +56,7 @@ def _upload_files(session: Session, who: Principal, entry: Entry) -> None:
         path = (entry.path.parent / ref).resolve()
         if not path.is_relative_to(base):
             raise Invalid(f"{entry.path.name}: {where}: {ref!r} is outside the scenarios folder")
-        files.upload(session, who, ref, file_kind(where, k), path.read_bytes())
+        files.upload(session, who, ref, link_file_kind(where, k), path.read_bytes())
 
 
 def _scenario_id(

@@ -29,8 +29,7 @@ from satlab.agent.tlshttp import TlsTarget
 from satlab.service.auth import Principal
 from satlab.service.errors import Conflict, Invalid, NotFound, Unavailable
 from satlab.service.models import ControlRequest, Experiment, Run
-from satlab.settings import get_settings
-from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
+from satlab.settings import EMULATOR_CONTROL_LISTEN, get_settings
 
 _host, _port = EMULATOR_CONTROL_LISTEN.rsplit(":", 1)
 EMULATOR_CONTROL = (_host, int(_port))  # where the runner makes every emulator listen

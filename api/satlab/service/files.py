@@ -1,12 +1,8 @@
 """Uploaded link files: attenuation traces, delay files, MODCOD and PER tables.
 
-Each is checked here with the emulator's own rules (crates/linkmodel: textfile, attenuation,
-delay, modcod, per) so an upload that the emulator would refuse is refused at once, with the line:
-`#` starts a comment, blank lines are skipped, fields are separated by whitespace or commas.
-- attenuation: `<uint tick> <dB>`, dB in [-50, 100], ticks strictly increasing (OpenSAND format)
-- delay: `<uint tick> <ms>`, ms in [0, 10000], ticks strictly increasing (OpenSAND FileDelay)
-- modcod: `id MOD rate efficiency esn0_db` (+ optional `nb_fmt = N`), id in [1, 255]
-- per: `modcod_id,esn0_db,per` (optional header row), per in [0, 1], esn0_db in [-50, 80]
+Each is checked by the emulator's own parsers (`satlab-emulator --check-file`, through
+satlab.linkmodel), so an upload that the emulator would refuse is refused at once, with the line
+and the limit (the formats: emulator/CONFIG.md).
 
 Files are immutable: uploading a name again with other content adds a version. A scenario
 revision pins the content (sha256) of every file its links name when it is stored, and its
@@ -16,18 +12,17 @@ experiments use exactly that content (service/links.py).
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from satlab import linkmodel
 from satlab.scenario import link_file_refs, map_link_files
 from satlab.service.auth import Principal
-from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge
+from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge, Unavailable
 from satlab.service.models import FILE_KINDS, UploadedFile
 from satlab.settings import get_settings
 
@@ -42,131 +37,6 @@ NAME_RE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
-# DVB-S2 and DVB-S2X (EN 302 307-2: 8APSK, 64/128/256APSK; a rate may carry the "-L" suffix).
-MODULATIONS = {
-    *("bpsk", "pi/2bpsk", "qpsk", "8psk", "16apsk", "16qam", "32apsk"),
-    *("8apsk", "64apsk", "128apsk", "256apsk"),
-}
-
-
-def _data_lines(text: str) -> Iterator[tuple[int, list[str]]]:
-    for i, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0]
-        fields = [f for f in re.split(r"[\s,]+", line) if f]
-        if fields:
-            yield i, fields
-
-
-def _number(line: int, s: str, what: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise Invalid(f"line {line}: {what} {s!r} is not a valid number") from None
-    if not math.isfinite(v):
-        raise Invalid(f"line {line}: {what} {v} is not finite")
-    return v
-
-
-def _tick_values(text: str, what: str, lo: float, hi: float) -> int:
-    prev: int | None = None
-    n = 0
-    for line, f in _data_lines(text):
-        if len(f) != 2:
-            raise Invalid(f"line {line}: expected 2 fields `<uint tick> <{what}>`, found {len(f)}")
-        # As the emulator reads a tick (Rust u64): ASCII digits (str.isdigit() also takes '²',
-        # which int() refuses) below 2**64 (int() refuses more than 4300 digits).
-        digits = f[0].lstrip("0") or "0"
-        if not (f[0].isascii() and f[0].isdigit()) or len(digits) > 20 or int(digits) >= 2**64:
-            raise Invalid(f"line {line}: tick {f[0]!r} is not an unsigned integer")
-        tick = int(digits)
-        v = _number(line, f[1], what)
-        if not lo <= v <= hi:
-            raise Invalid(f"line {line}: {what} {v:g} is outside [{lo:g}, {hi:g}]")
-        if prev is not None and tick <= prev:
-            raise Invalid(
-                f"line {line}: tick {tick} is not after the previous tick {prev} "
-                "(ticks must increase)"
-            )
-        prev = tick
-        n += 1
-    if n == 0:
-        raise Invalid(f"no data lines (format: `<uint tick> <{what}>`)")
-    return n
-
-
-def _modcod(text: str) -> int:
-    n = 0
-    for line, f in _data_lines(text):
-        if f[0].lower() == "nb_fmt" or f[0].lower().startswith("nb_fmt="):
-            continue
-        if len(f) != 5:
-            raise Invalid(
-                f"line {line}: expected 5 fields `id MOD rate efficiency esn0_db`, found {len(f)}"
-            )
-        # ASCII digits, and no int() of thousands of digits (see _tick_values).
-        digits = f[0].lstrip("0") or "0"
-        ascii_uint = f[0].isascii() and f[0].isdigit() and len(digits) <= 3
-        if not ascii_uint or not 1 <= int(digits) <= 255:
-            raise Invalid(f"line {line}: MODCOD id {f[0]!r} is not an integer in [1, 255]")
-        if f[1].lower() not in MODULATIONS:
-            raise Invalid(
-                f"line {line}: unknown modulation {f[1]!r} "
-                "(BPSK, Pi/2BPSK, QPSK, 8PSK, 8APSK, 16APSK, 16QAM, 32APSK, 64APSK, 128APSK, "
-                "256APSK)"
-            )
-        rate = f[2][:-2] if f[2].endswith(("-L", "-l")) else f[2]
-        k, _, m = rate.partition("/")
-        # u32 numbers as the emulator reads them, ASCII digits (see _tick_values).
-        k, m = k.lstrip("0"), m.lstrip("0")
-        if not (
-            k.isascii()
-            and m.isascii()
-            and k.isdigit()
-            and m.isdigit()
-            and len(k) <= len(m) <= 10
-            and 0 < int(k) < int(m) < 2**32
-        ):
-            raise Invalid(
-                f"line {line}: code rate {f[2]!r} is not a fraction k/n (or k/n-L) with 0 < k < n"
-            )
-        eff = _number(line, f[3], "efficiency")
-        if not 0.01 <= eff <= 10:
-            raise Invalid(f"line {line}: efficiency {eff:g} is outside [0.01, 10] bit/symbol")
-        esn0 = _number(line, f[4], "required Es/N0")
-        if not -30 <= esn0 <= 60:
-            raise Invalid(f"line {line}: required Es/N0 {esn0:g} is outside [-30, 60] dB")
-        n += 1
-    if n == 0:
-        raise Invalid("no MODCOD rows (format: `id MOD rate efficiency esn0_db`)")
-    return n
-
-
-def _per(text: str) -> int:
-    n = 0
-    seen: dict[tuple[int, float], int] = {}
-    for line, f in _data_lines(text):
-        if f[0].lower() == "modcod_id":
-            continue
-        if len(f) != 3:
-            raise Invalid(f"line {line}: expected 3 fields `modcod_id,esn0_db,per`, found {len(f)}")
-        # As the emulator reads it (Rust u32): ASCII digits below 2**32 (see _tick_values).
-        digits = f[0].lstrip("0") or "0"
-        if not (f[0].isascii() and f[0].isdigit()) or len(digits) > 10 or int(digits) >= 2**32:
-            raise Invalid(f"line {line}: modcod_id {f[0]!r} is not an unsigned integer")
-        esn0 = _number(line, f[1], "esn0_db")
-        per = _number(line, f[2], "per")
-        if not 0 <= per <= 1:
-            raise Invalid(f"line {line}: per {per:g} is outside [0, 1]")
-        if not -50 <= esn0 <= 80:
-            raise Invalid(f"line {line}: esn0_db {esn0:g} is outside [-50, 80] dB")
-        key = (int(digits), esn0)
-        if key in seen:
-            raise Invalid(f"line {line}: MODCOD {key[0]} has two rows at esn0_db {esn0:g}")
-        seen[key] = line
-        n += 1
-    if n == 0:
-        raise Invalid("no PER rows (format: `modcod_id,esn0_db,per`)")
-    return n
 
 
 def validate(kind: str, content: bytes) -> int:
@@ -178,13 +48,12 @@ def validate(kind: str, content: bytes) -> int:
     except UnicodeDecodeError as err:
         line = content[: err.start].count(b"\n") + 1
         raise Invalid(f"line {line}: not UTF-8 text") from None
-    if kind == "attenuation":
-        return _tick_values(text, "attenuation dB", -50.0, 100.0)
-    if kind == "delay":
-        return _tick_values(text, "delay ms", 0.0, 10_000.0)
-    if kind == "modcod":
-        return _modcod(text)
-    return _per(text)
+    try:
+        return linkmodel.check_file(kind, text)
+    except linkmodel.LinkModelError as err:
+        raise Invalid(str(err)) from None
+    except linkmodel.LinkModelUnavailable as err:
+        raise Unavailable(f"the upload check failed: {err}") from None
 
 
 def upload(session: Session, who: Principal, name: str, kind: str, content: bytes) -> UploadedFile:

@@ -22,8 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from satlab import safe_yaml
-from satlab.remote_cli import _kind as file_kind
-from satlab.scenario import link_file_refs
+from satlab.scenario import link_file_kind, link_file_refs
 from satlab.service import auth, files, scenarios
 from satlab.service.auth import Principal
 from satlab.service.errors import Invalid, ServiceError
@@ -97,4 +96,4 @@ def _upload_files(
         path = (scenario.parent / ref).resolve()
         if not path.is_relative_to(folder.resolve()):
             raise Invalid(f"{where}: {ref!r} is outside the scenarios folder")
-        files.upload(session, who, ref, file_kind(where, key), path.read_bytes())
+        files.upload(session, who, ref, link_file_kind(where, key), path.read_bytes())

@@ -24,7 +24,8 @@ from satlab.scenario import ScenarioError, expand_runs
 from satlab.service import files
 from satlab.service.errors import Invalid
 from satlab.service.models import UploadedFile
-from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
+from satlab.settings import EMULATOR_BIN
+from satlab.testbed.emulator import LinkConfigError, check_link
 
 
 class Link(dict[str, Any]):

@@ -22,7 +22,12 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from satlab.service.models import Experiment, LiveMetrics, Run
-from satlab.settings import get_settings
+from satlab.settings import (
+    EMULATOR_CONTROL_LISTEN,
+    GATEWAY_HTTP_LISTEN,
+    PEP_HTTP_LISTEN,
+    get_settings,
+)
 
 # Where each component of a testbed serves /metrics: (component, box, port on 127.0.0.1). The
 # runner makes them listen there (testbed/emulator.py, testbed/gateway.py, testbed/pep.py); a
@@ -34,15 +39,12 @@ SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?$")
 
 
 def targets() -> list[tuple[str, str, int]]:
-    from satlab.testbed import gateway, pep
-    from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
-
     def port(listen: str) -> int:
         return int(listen.rsplit(":", 1)[1])
 
     return [("emulator", "emu", port(EMULATOR_CONTROL_LISTEN))] + [
         (component, box, port(listen))
-        for component, listen in (("gateway", gateway.HTTP_LISTEN), ("pep", pep.HTTP_LISTEN))
+        for component, listen in (("gateway", GATEWAY_HTTP_LISTEN), ("pep", PEP_HTTP_LISTEN))
         for box in ("gw", "st")
     ]
 

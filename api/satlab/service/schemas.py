@@ -11,6 +11,14 @@ from satlab.scenario import Configuration, SweepValue
 from satlab.service import models
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+def _from_row(cls: type[M], row: object, **computed: Any) -> M:
+    """`cls` from a database row: each field from the row's attribute of that name, except the
+    `computed` ones (only those attributes are left unread, so no relationship loads for them)."""
+    read = {name: getattr(row, name) for name in cls.model_fields if name not in computed}
+    return cls.model_validate({**read, **computed})
 
 
 class Page(BaseModel, Generic[T]):
@@ -43,15 +51,7 @@ class RevisionOut(BaseModel):
 
     @classmethod
     def of(cls, r: models.ScenarioRevision) -> RevisionOut:
-        return cls(
-            id=r.id,
-            scenario_id=r.scenario_id,
-            number=r.number,
-            created_at=r.created_at,
-            created_by=r.created_by,
-            spec=r.spec,
-            files=r.files,
-        )
+        return cls.model_validate(r, from_attributes=True)
 
 
 class ScenarioOut(BaseModel):
@@ -64,14 +64,8 @@ class ScenarioOut(BaseModel):
 
     @classmethod
     def of(cls, s: models.Scenario) -> ScenarioOut:
-        return cls(
-            id=s.id,
-            name=s.name,
-            created_at=s.created_at,
-            created_by=s.created_by,
-            revisions=len(s.revisions),
-            latest=RevisionOut.of(s.revisions[-1]) if s.revisions else None,
-        )
+        latest = RevisionOut.of(s.revisions[-1]) if s.revisions else None
+        return _from_row(cls, s, revisions=len(s.revisions), latest=latest)
 
 
 class FileOut(BaseModel):
@@ -84,14 +78,7 @@ class FileOut(BaseModel):
 
     @classmethod
     def of(cls, f: models.UploadedFile) -> FileOut:
-        return cls(
-            id=f.id,
-            name=f.name,
-            kind=f.kind,
-            size_bytes=f.size_bytes,
-            sha256=f.sha256,
-            created_at=f.created_at,
-        )
+        return cls.model_validate(f, from_attributes=True)
 
 
 class Estimate(BaseModel):
@@ -126,27 +113,7 @@ class RunOut(BaseModel):
 
     @classmethod
     def of(cls, r: models.Run) -> RunOut:
-        return cls(
-            id=r.id,
-            experiment_id=r.experiment_id,
-            index=r.index,
-            configuration=r.configuration,
-            sweep_value=r.sweep_value,
-            repetition=r.repetition,
-            seed=r.seed,
-            state=r.state,
-            attempt=r.attempt,
-            progress=r.progress,
-            worker_id=r.worker_id,
-            testbed_id=r.testbed_id,
-            heartbeat_at=r.heartbeat_at,
-            queued_at=r.queued_at,
-            started_at=r.started_at,
-            finished_at=r.finished_at,
-            cancel_requested=r.cancel_requested,
-            error=r.error,
-            summary=r.summary,
-        )
+        return cls.model_validate(r, from_attributes=True)
 
 
 class ExperimentOut(BaseModel):
@@ -171,22 +138,8 @@ class ExperimentOut(BaseModel):
     def of(
         cls, e: models.Experiment, counts: dict[str, int], with_runs: bool = False
     ) -> ExperimentOut:
-        return cls(
-            id=e.id,
-            scenario_name=e.scenario_name,
-            revision_id=e.revision_id,
-            matrix=e.matrix,
-            priority=e.priority,
-            state=e.state,
-            estimate_s=e.estimate_s,
-            idempotency_key=e.idempotency_key,
-            created_at=e.created_at,
-            finished_at=e.finished_at,
-            created_by=e.created_by,
-            files=e.files or {},
-            runs_by_state=counts,
-            runs=[RunOut.of(r) for r in e.runs] if with_runs else None,
-        )
+        runs = [RunOut.of(r) for r in e.runs] if with_runs else None
+        return _from_row(cls, e, files=e.files or {}, runs_by_state=counts, runs=runs)
 
 
 class SubmitOut(BaseModel):
@@ -226,17 +179,7 @@ class TokenOut(BaseModel):
 
     @classmethod
     def of(cls, t: models.ApiToken) -> TokenOut:
-        return cls(
-            id=t.id,
-            name=t.name,
-            role=t.role,
-            scope=t.scope,
-            rate_limit_per_min=t.rate_limit_per_min,
-            created_at=t.created_at,
-            expires_at=t.expires_at,
-            last_used_at=t.last_used_at,
-            revoked_at=t.revoked_at,
-        )
+        return cls.model_validate(t, from_attributes=True)
 
 
 class TokenCreated(TokenOut):

@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 
 from satlab.agent.tlshttp import TlsTarget
-from satlab.testbed.testbed import STATE_ROOT, Testbed, TestbedError
+from satlab.settings import HARDWARE_DIR, STATE_ROOT, testbed_kind
+from satlab.testbed.testbed import Testbed, TestbedError
 
 KINDS = ("namespaces", "containers", "hardware")
 
@@ -32,7 +33,7 @@ def create_testbed(
     hops: list[int] | None = None,
 ) -> Testbed:
     """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops)."""
-    kind = os.environ.get("SATLAB_TESTBED", "namespaces")
+    kind = testbed_kind()
     if kind == "namespaces":
         return Testbed(servers, clients, mtu, gateway=gateway, hops=hops)
     if kind == "containers":
@@ -48,7 +49,6 @@ def create_testbed(
 
 def _state_dirs() -> list[Path]:
     from satlab.testbed.containers import RUNS
-    from satlab.testbed.hardware import HARDWARE_DIR
 
     roots = (STATE_ROOT, RUNS, HARDWARE_DIR)
     return [d for root in roots if root.is_dir() for d in root.iterdir()]
@@ -70,7 +70,7 @@ def owned_testbed(pid: int | None = None) -> str | None:
 def agent_sockets(testbed_id: str) -> dict[str, Path | TlsTarget]:
     """The agent socket of each box of an open testbed, by role (a hardware box's TLS endpoint)."""
     from satlab.testbed.containers import BOXES, RUNS
-    from satlab.testbed.hardware import HARDWARE_DIR, agent_targets
+    from satlab.testbed.hardware import agent_targets
 
     if (STATE_ROOT / testbed_id).is_dir():
         return {p.stem: p for p in sorted((STATE_ROOT / testbed_id).glob("*.sock"))}

@@ -10,7 +10,7 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
 - one testbed per set of boxes: workers sharing a set take turns (an exclusive lock on the shared
   volume), so `--scale worker=N` adds queue consumers, not parallel runs (README, Docker Compose);
 - the per-run directory (emulator and gateway files, the telemetry socket) is on the shared volume
-  (SHARED/runs/ID), where the boxes see it at the same path;
+  (SATLAB_SHARED_DIR/runs/ID), where the boxes see it at the same path;
 - a configuration with a `gateway` section gets the edge gateway spliced into the gw and st boxes
   by their agents (POST /splice: the same ports a namespace edge has), undone when the run ends;
 - the end hosts' eBPF schemes, the PEP and the withholding receiver start through the agents as on
@@ -33,14 +33,14 @@ import shutil
 from pathlib import Path
 
 from satlab.agent.unixhttp import AgentError
+from satlab.settings import SHARED_DIR
 from satlab.testbed import topology
 from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError
 from satlab.testbed.topology import GATEWAY_INSIDE
 
-SHARED = Path(os.environ.get("SATLAB_SHARED_DIR", "/run/satlab/shared"))
-BOXES = SHARED / "boxes"  # ROLE.sock per box (docker/box-entrypoint)
-RUNS = SHARED / "runs"  # one directory per open testbed
+BOXES = SHARED_DIR / "boxes"  # ROLE.sock per box (docker/box-entrypoint)
+RUNS = SHARED_DIR / "runs"  # one directory per open testbed
 # Interfaces of each box as docker/box-entrypoint names them (the emulator's ports are gw and st;
 # an edge's LAN side is one interface `lan`, the compose network being the LAN switch).
 EDGE_INTERFACES = ["sat0", "lan"]

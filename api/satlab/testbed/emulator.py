@@ -8,17 +8,12 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from satlab.opensand.backend import emulator_link
-from satlab.settings import get_check_limits
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-EMULATOR_BIN = Path(os.environ.get("SATLAB_EMULATOR", REPO_ROOT / "target/release/satlab-emulator"))
-EMULATOR_CONTROL_LISTEN = "127.0.0.1:8781"  # control and metrics, inside the emulator's box
+from satlab.link_backend import emulator_link
+from satlab.settings import EMULATOR_BIN, get_check_limits
 
 
 class LinkConfigError(ValueError):

@@ -8,17 +8,14 @@ emulator (topology.build(..., gateway=True)).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from satlab.scenario import GatewaySettings
+from satlab.settings import GATEWAY_HTTP_LISTEN as HTTP_LISTEN
 from satlab.testbed.topology import GATEWAY_INSIDE
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-GATEWAY_BIN = Path(os.environ.get("SATLAB_GATEWAY", REPO_ROOT / "target/release/satlab-gateway"))
 OUTSIDE = "wan"
-HTTP_LISTEN = "127.0.0.1:8791"  # inside the edge's namespace
 
 
 def gateway_config(

@@ -42,11 +42,10 @@ from sqlalchemy.engine import make_url
 from satlab.agent import tlshttp
 from satlab.agent.tlshttp import TlsTarget
 from satlab.agent.unixhttp import AgentError, request
-from satlab.settings import get_settings
+from satlab.settings import HARDWARE_DIR, box_wait_s, controller_tls_paths, get_settings
 from satlab.testbed import topology
 from satlab.testbed.testbed import Testbed, TestbedError, _alive
 
-HARDWARE_DIR = Path(os.environ.get("SATLAB_HARDWARE_DIR", "/run/satlab/hardware"))
 # The first key of every box lease (pg_try_advisory_lock(int, int)); the second is the name's CRC32.
 # Two names with one CRC only make their boxes take turns, never share.
 LEASE_CLASS = 0x5A7B0C5
@@ -73,7 +72,7 @@ def _database_dsn() -> str:
 
 
 def _controller_context() -> ssl.SSLContext:
-    paths = {v: os.environ.get(v) for v in ("SATLAB_TLS_CERT", "SATLAB_TLS_KEY", "SATLAB_TLS_CA")}
+    paths = controller_tls_paths()
     missing = [v for v, p in paths.items() if not p]
     if missing:
         raise TestbedError(
@@ -219,7 +218,7 @@ class HardwareTestbed(Testbed):
                 "in yet; run gateway configurations on a namespace or compose testbed"
             )
         ctx = _controller_context()
-        wait_s = float(os.environ.get("SATLAB_BOX_WAIT_S", "600"))
+        wait_s = box_wait_s()
         self._leases = Leases()
         try:
             wanted = {"server": self.servers, "client": self.clients, "gw": 1, "emu": 1, "st": 1}

@@ -12,21 +12,17 @@ PEP -> end host (terrestrial).
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from satlab.scenario import PepSettings
+from satlab.settings import PEP_HTTP_LISTEN as HTTP_LISTEN
 from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.schemes import LoadedSchemes
 from satlab.testbed.testbed import Testbed, TestbedError
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-PEP_BIN = Path(os.environ.get("SATLAB_PEP", REPO_ROOT / "target/release/satlab-pep"))
-HTTP_LISTEN = "127.0.0.1:8792"  # inside the edge's namespace, next to the gateway's 8791
 START_CHECK_S = 0.3  # a PEP that cannot parse its file or install its rules exits at once
 
 

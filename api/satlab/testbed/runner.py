@@ -20,14 +20,16 @@ import signal
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from satlab import __version__
+from satlab.agent.requests import ProcessStart, SamplingStart
 from satlab.agent.unixhttp import AgentError, AgentTimeout
-from satlab.opensand.backend import BackendUnavailable, emulator_link, require_backend
+from satlab.link_backend import BackendUnavailable, emulator_link, require_backend
 from satlab.scenario import (
     BulkTcp,
     Configuration,
@@ -38,12 +40,12 @@ from satlab.scenario import (
     sweep_record,
 )
 from satlab.schemes import project_scheme
+from satlab.settings import EMULATOR_CONTROL_LISTEN
 from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import hops, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.backend import create_testbed
-from satlab.testbed.emulator import EMULATOR_CONTROL_LISTEN
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -245,12 +247,86 @@ def run_one(
     return result
 
 
+@dataclass
+class _Started:
+    """What a run started on its testbed, in start order (_stop_all ends them in this order too)."""
+
+    loaded: host_schemes.LoadedSchemes
+    telemetry: TelemetryReader
+    hop_emulators: dict[int, int]
+    edges: list[str]  # roles running a gateway
+    peps: list[str]  # roles running a PEP
+    hosts: list[str]  # the end hosts (netstat and captures)
+    netstat_before: dict[str, Any]
+    pcaps: dict[str, Path]
+    withholding: list[str]  # receivers running satlab-withhold
+    senders: dict[int, str] = field(default_factory=dict)  # traffic index -> sending role
+    sample_ports: dict[str, list[int]] = field(default_factory=dict)  # sender -> sampled ports
+
+
+@dataclass
+class _Stopped:
+    """What each started program said when the run stopped it."""
+
+    flows: dict[int, Any]
+    sinks: dict[int, Any]
+    receivers: dict[str, Any]
+    samples: dict[str, list[dict[str, Any]]]
+    netstat_after: dict[str, Any]
+    captures: dict[str, Any]
+    gateways: dict[str, Any]
+    endhosts: dict[str, Any]
+    peps: dict[str, Any]
+
+
 def _execute(
     sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress, artifacts: Path | None
 ) -> dict[str, Any]:
     t_setup = time.monotonic()
     tb.apply_host_settings(sc.hosts.settings)
-    conf = spec.configuration
+    run = _start_link_and_hosts(sc, spec, tb, artifacts)
+    _start_sinks(sc, tb, run)
+    time.sleep(0.1)  # sinks listening
+    capacities = udp_capacities(sc, run.telemetry)
+    udp_rates = {
+        i: udp_rate_bps(t, capacities) for i, t in enumerate(sc.traffic) if isinstance(t, UdpCross)
+    }
+    t0 = time.monotonic() + SENDER_LEAD_S + SENDER_LEAD_PER_ITEM_S * len(sc.traffic)
+    _start_senders(sc, spec, tb, run, t0, udp_rates)
+    _wait(sc, tb, run.senders, t0, progress, run.edges)
+    stopped = _stop_all(sc, tb, run)
+    flows = [
+        _flow_summary(i, t, stopped.flows[i], stopped.sinks[i], t0, udp_rates.get(i), capacities)
+        for i, t in enumerate(sc.traffic)
+    ]
+    out = _component_records(tb, run, stopped)
+    return {
+        **out,
+        "_setup_s": t0 - t_setup,
+        "t0_monotonic": t0,
+        "flows": flows,
+        "hosts": {
+            r: _counter_diff(run.netstat_before[r], stopped.netstat_after[r]) for r in run.hosts
+        },
+        "link_events": dict(run.telemetry.event_counts),
+        "artifacts": {
+            f"pcap.{role}": str(path)
+            for role, path in run.pcaps.items()
+            if f"pcap.{role}" not in out.get("artifacts_skipped", {})
+        },
+        "timeseries": {
+            "tcp": [
+                {**s, "t": round(s["t"] - t0, 4), "host": r}
+                for r, ss in stopped.samples.items()
+                for s in ss
+            ],
+            "link": [{**rec, "t": round(rec["t"] - t0, 4)} for rec in run.telemetry.records],
+        },
+    }
+
+
+def _load_schemes(sc: Scenario, conf: Configuration, tb: Testbed) -> host_schemes.LoadedSchemes:
+    """The project schemes each sending host (and each PEP's satellite leg) needs, loaded."""
     senders_cc: dict[str, set[str]] = {}
     pairs: list[tuple[str, str, str]] = []
     for t in sc.traffic:
@@ -268,61 +344,75 @@ def _execute(
         rate_limit_per_s=conf.transport.eten.rate_limit_per_s,
         burst=conf.transport.eten.burst,
     )
-    loaded = host_schemes.start(tb, wanted, eten, conf.transport.ecn_ld_k)
+    return host_schemes.start(tb, wanted, eten, conf.transport.ecn_ld_k)
+
+
+def _start_emulator(
+    sc: Scenario, spec: RunSpec, tb: Testbed, loaded: host_schemes.LoadedSchemes
+) -> TelemetryReader:
+    """The link's emulator, started and streaming its telemetry."""
     cfg_path = tb.dir / "emulator.yaml"
     cfg_path.write_text(
         yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms, oracle=loaded.oracle))
     )
-    tb.agent(
-        "emu",
-        "POST",
-        "/processes",
-        {"id": "emulator", "kind": "emulator", "args": ["--config", str(cfg_path)]},
-    )
+    start = ProcessStart(id="emulator", kind="emulator", args=["--config", str(cfg_path)])
+    tb.agent("emu", "POST", "/processes", start)
     telemetry = TelemetryReader(tb.dir / "emulator.sock")
     try:
         telemetry.wait_connected()
     except TimeoutError:
         emu = tb.agent("emu", "GET", "/processes/emulator")
         raise RunFailed(f"emulator did not start: {emu['stderr'].strip()[-500:]}") from None
+    return telemetry
+
+
+def _start_link_and_hosts(
+    sc: Scenario, spec: RunSpec, tb: Testbed, artifacts: Path | None
+) -> _Started:
+    """Everything but the traffic: schemes, emulators, gateways, PEPs, captures, withholding."""
+    conf = spec.configuration
+    loaded = _load_schemes(sc, conf, tb)
+    telemetry = _start_emulator(sc, spec, tb, loaded)
     hop_emulators = hops.start(tb, sc, spec)  # path.terrestrial: an emulator per hop
     edges = _start_gateways(sc, spec, tb)
-    peps = edge_pep.start(spec.configuration.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
+    peps = edge_pep.start(conf.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
-
     tcp_receivers: dict[str, list[int]] = {}
     for i, t in enumerate(sc.traffic):
         if not isinstance(t, UdpCross):
             tcp_receivers.setdefault(_roles(t)[1], []).append(BASE_PORT + i)
     withholding = withhold.start(tb, conf.receiver.withhold, tcp_receivers)
-    senders: dict[int, str] = {}
-    sample_ports: dict[str, list[int]] = {}
+    return _Started(
+        loaded, telemetry, hop_emulators, edges, peps, hosts, netstat_before, pcaps, withholding
+    )
+
+
+def _start_sinks(sc: Scenario, tb: Testbed, run: _Started) -> None:
+    """A sink per traffic item on its receiver, and TCP sampling of its port on its sender."""
     for i, t in enumerate(sc.traffic):
         sender, receiver = _roles(t)
-        tb.agent(
-            receiver,
-            "POST",
-            "/processes",
-            {
-                "id": f"sink{i}",
-                "kind": "traffic",
-                "args": ["sink", "--port", str(BASE_PORT + i)],
-                **loaded.process_options(receiver),
-            },
-        )
-        senders[i] = sender
-        sample_ports.setdefault(sender, []).append(BASE_PORT + i)
-    for role, ports in sample_ports.items():
-        tb.agent(role, "POST", "/sampling", {"period_ms": sc.sample_period_ms, "ports": ports})
-    time.sleep(0.1)  # sinks listening
-    capacities = udp_capacities(sc, telemetry)
-    udp_rates = {
-        i: udp_rate_bps(t, capacities) for i, t in enumerate(sc.traffic) if isinstance(t, UdpCross)
-    }
-    t0 = time.monotonic() + SENDER_LEAD_S + SENDER_LEAD_PER_ITEM_S * len(sc.traffic)
-    setup_s = t0 - t_setup
+        args = ["sink", "--port", str(BASE_PORT + i)]
+        sink = ProcessStart(id=f"sink{i}", kind="traffic", args=args)
+        tb.agent(receiver, "POST", "/processes", {**sink, **run.loaded.process_options(receiver)})
+        run.senders[i] = sender
+        run.sample_ports.setdefault(sender, []).append(BASE_PORT + i)
+    for role, ports in run.sample_ports.items():
+        sampling = SamplingStart(period_ms=sc.sample_period_ms, ports=ports)
+        tb.agent(role, "POST", "/sampling", sampling)
+
+
+def _start_senders(
+    sc: Scenario,
+    spec: RunSpec,
+    tb: Testbed,
+    run: _Started,
+    t0: float,
+    udp_rates: dict[int, float],
+) -> None:
+    """Each traffic item's sender, all starting at monotonic time t0."""
+    conf = spec.configuration
     for i, t in enumerate(sc.traffic):
         sender, receiver = _roles(t)
         cc = getattr(t, "congestion_control", None) or conf.transport.congestion_control
@@ -330,79 +420,67 @@ def _execute(
             t,
             tb.topo.address(receiver) if tb.topo else "",
             BASE_PORT + i,
-            loaded.cc_for(sender, cc),
+            run.loaded.cc_for(sender, cc),
             spec.seed + i,
             sc.duration_s,
             t0,
             udp_rates.get(i),
         )
-        body = {"id": f"send{i}", "kind": "traffic", "args": args}
-        tb.agent(senders[i], "POST", "/processes", {**body, **loaded.process_options(sender)})
+        send = ProcessStart(id=f"send{i}", kind="traffic", args=args)
+        tb.agent(
+            run.senders[i], "POST", "/processes", {**send, **run.loaded.process_options(sender)}
+        )
 
-    _wait(sc, tb, senders, t0, progress, edges)
-    flows_out = {i: tb.agent(senders[i], "DELETE", f"/processes/send{i}") for i in senders}
-    sinks_out = {
-        i: tb.agent(_roles(t)[1], "DELETE", f"/processes/sink{i}") for i, t in enumerate(sc.traffic)
-    }
-    receivers = withhold.stop(tb, withholding)
-    samples = {r: tb.agent(r, "GET", "/sampling")["samples"] for r in sample_ports}
-    netstat_after = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
-    captures = {role: tb.agent(role, "DELETE", "/processes/capture") for role in pcaps}
-    gateways = {r: tb.agent(r, "DELETE", "/processes/gateway") for r in edges}
-    endhosts = host_schemes.stop(tb, loaded)
-    pep_records = edge_pep.stop(tb, peps)  # a PEP that died during the run fails it here
+
+def _stop_all(sc: Scenario, tb: Testbed, run: _Started) -> _Stopped:
+    """Stop what the run started, traffic first, and keep what each program reported."""
+    senders = run.senders
+    stopped = _Stopped(
+        flows={i: tb.agent(senders[i], "DELETE", f"/processes/send{i}") for i in senders},
+        sinks={
+            i: tb.agent(_roles(t)[1], "DELETE", f"/processes/sink{i}")
+            for i, t in enumerate(sc.traffic)
+        },
+        receivers=withhold.stop(tb, run.withholding),
+        samples={r: tb.agent(r, "GET", "/sampling")["samples"] for r in run.sample_ports},
+        netstat_after={r: tb.agent(r, "GET", "/netstat") for r in run.hosts},
+        captures={role: tb.agent(role, "DELETE", "/processes/capture") for role in run.pcaps},
+        gateways={r: tb.agent(r, "DELETE", "/processes/gateway") for r in run.edges},
+        endhosts=host_schemes.stop(tb, run.loaded),
+        peps=edge_pep.stop(tb, run.peps),  # a PEP that died during the run fails it here
+    )
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
-    telemetry.stop()
+    run.telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
         raise RunFailed(f"emulator failed ({_ended(emu)}): {emu['stderr'][-500:]}")
+    return stopped
 
-    flows = [
-        _flow_summary(i, t, flows_out[i], sinks_out[i], t0, udp_rates.get(i), capacities)
-        for i, t in enumerate(sc.traffic)
-    ]
-    out: dict[str, Any] = hops.stop(tb, hop_emulators)  # each hop's counters, if any
-    if edges:
+
+def _component_records(tb: Testbed, run: _Started, stopped: _Stopped) -> dict[str, Any]:
+    """The result's per-component sections, present only for the components the run had."""
+    out: dict[str, Any] = hops.stop(tb, run.hop_emulators)  # each hop's counters, if any
+    if run.edges:
         # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
-        out["gateway"] = {r: g.get("result") for r, g in gateways.items()}
-    if endhosts:
+        out["gateway"] = {r: g.get("result") for r, g in stopped.gateways.items()}
+    if stopped.endhosts:
         # per sending host: each project scheme's instance name and counters (notices by verdict,
         # losses by classification)
-        out["endhosts"] = endhosts
-    if peps:
-        out["pep"] = pep_records  # final counters and connection records of each edge's PEP
-    if receivers:
+        out["endhosts"] = stopped.endhosts
+    if run.peps:
+        out["pep"] = stopped.peps  # final counters and connection records of each edge's PEP
+    if stopped.receivers:
         # per receiving host: satlab-withhold's counters (dupACKs held, releases, strides)
-        out["receivers"] = receivers
+        out["receivers"] = stopped.receivers
     # A capture whose file is not whole (a full disk) is not kept, and says why; the run's
     # measurements do not depend on it (the store skips unreadable or oversized artifacts alike).
     skipped = {
         f"pcap.{role}": why
-        for role, path in pcaps.items()
-        if (why := _capture_fault(path, captures[role]))
+        for role, path in run.pcaps.items()
+        if (why := _capture_fault(path, stopped.captures[role]))
     }
     if skipped:
         out["artifacts_skipped"] = skipped
-    return {
-        **out,
-        "_setup_s": setup_s,
-        "t0_monotonic": t0,
-        "flows": flows,
-        "hosts": {r: _counter_diff(netstat_before[r], netstat_after[r]) for r in hosts},
-        "link_events": dict(telemetry.event_counts),
-        "artifacts": {
-            f"pcap.{role}": str(path)
-            for role, path in pcaps.items()
-            if f"pcap.{role}" not in skipped
-        },
-        "timeseries": {
-            "tcp": [
-                {**s, "t": round(s["t"] - t0, 4), "host": r}
-                for r, ss in samples.items()
-                for s in ss
-            ],
-            "link": [{**rec, "t": round(rec["t"] - t0, 4)} for rec in telemetry.records],
-        },
-    }
+    return out
 
 
 def ern_ports(sc: Scenario, conf: Configuration) -> list[int]:

@@ -16,34 +16,24 @@ from __future__ import annotations
 import contextlib
 import shutil
 import struct
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from satlab.schemes import ENDHOSTS_BUILD, Scheme, instance_name, project_scheme
+from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT
+from satlab.schemes import Scheme, instance_name, project_scheme
+from satlab.settings import ENDHOSTS_BUILD
 
 if TYPE_CHECKING:
     from satlab.testbed.testbed import Testbed
 
-BPFFS = Path("/sys/fs/bpf")
-PIN_ROOT = BPFFS / "satlab"
-CGROUP_ROOT = Path("/sys/fs/cgroup/unified/satlab")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 10.0
 
 
 class SchemeError(RuntimeError):
     pass
-
-
-def ensure_bpffs() -> None:
-    """Mount the BPF filesystem at /sys/fs/bpf when the machine has not (systemd usually does)."""
-    mounts = Path("/proc/self/mounts").read_text().split("\n")
-    if not any(line.split(" ")[1:3] == [str(BPFFS), "bpf"] for line in mounts if line):
-        subprocess.run(["mount", "-t", "bpf", "bpf", str(BPFFS)], check=True, capture_output=True)
-    PIN_ROOT.mkdir(exist_ok=True)
 
 
 def pin_dir(testbed_id: str) -> Path:

@@ -22,9 +22,9 @@ from typing import Any
 
 from satlab.agent.unixhttp import AgentError, request
 from satlab.scenario import HostSettings
+from satlab.settings import STATE_ROOT
 from satlab.testbed import schemes, topology
 
-STATE_ROOT = Path(os.environ.get("SATLAB_STATE_DIR", "/run/satlab/testbeds"))
 AGENT_START_TIMEOUT_S = 10.0
 # The agents start at once and share the CPU: each interpreter's start-up is CPU time, so a testbed
 # of many boxes (terrestrial hops add routers, hop emulators and cross hosts) gets more time. An

@@ -8,16 +8,12 @@ carry `--queue-bypass`, so nothing stalls if it dies, and the namespace goes wit
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the agent imports WITHHOLD_BIN and needs no scenario schema
+if TYPE_CHECKING:
     from satlab.scenario import Withhold
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-WITHHOLD_BIN = Path(os.environ.get("SATLAB_WITHHOLD", REPO_ROOT / "target/release/satlab-withhold"))
 PROCESS_ID = "withhold"
 
 

@@ -22,8 +22,7 @@ from sqlalchemy import text
 from satlab import db
 from satlab.app import create_app
 from satlab.service import auth, doccache
-from satlab.settings import REPO_ROOT, get_settings
-from satlab.testbed.emulator import EMULATOR_BIN
+from satlab.settings import EMULATOR_BIN, REPO_ROOT, get_settings
 
 ALEMBIC_INI = str(REPO_ROOT / "api" / "alembic.ini")
 TABLES = (

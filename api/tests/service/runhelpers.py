@@ -22,8 +22,9 @@ from satlab import db
 from satlab.agent.unixhttp import request as agent_request
 from satlab.service import runs
 from satlab.service.models import Run
+from satlab.settings import STATE_ROOT
 from satlab.testbed import schemes, topology
-from satlab.testbed.testbed import STATE_ROOT, sweep
+from satlab.testbed.testbed import sweep
 
 from .conftest import Tokens, scenario_yaml, upload_fade
 

@@ -39,6 +39,8 @@ ENDPOINTS = [
     ("GET", "/api/metrics", "viewer"),
     ("GET", "/api/metrics/runs", "viewer"),
     ("GET", "/api/reproductions/latest", "viewer"),
+    ("GET", "/api/link/modcods", "viewer"),
+    ("POST", "/api/link/preview", "viewer"),
     ("POST", "/api/scenarios", "submitter"),
     ("POST", "/api/scenarios/import", "submitter"),
     ("POST", "/api/scenarios/{s}/revisions", "submitter"),

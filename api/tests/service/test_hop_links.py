@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from satlab.service import files
 from satlab.service.errors import Invalid
-from satlab.testbed.emulator import EMULATOR_BIN
+from satlab.settings import EMULATOR_BIN
 
 from .conftest import Tokens, scenario_yaml, upload_fade
 

@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 
 from satlab.app import create_app
 from satlab.service import auth
-from satlab.settings import get_check_limits, get_settings
-from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
+from satlab.settings import EMULATOR_BIN, get_check_limits, get_settings
+from satlab.testbed.emulator import LinkConfigError, check_link
 
 from .conftest import FADE, Tokens, scenario_yaml, upload_fade
 

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from satlab import cli, db
-from satlab.remote_cli import Client
 from satlab.reproduce import command, selection
 from satlab.reproduce.version import commit
+from satlab.rest_client import Client
 from satlab.service import library
 from satlab.service.models import Experiment, Run, Scenario, UploadedFile
 from satlab.settings import get_settings

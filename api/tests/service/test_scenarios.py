@@ -104,18 +104,18 @@ def test_schema_endpoint(client: TestClient, tokens: Tokens) -> None:
 def test_file_upload_validation_gives_the_line(client: TestClient, tokens: Tokens) -> None:
     h = tokens.h("submitter")
     cases = [
-        ("attenuation", b"0 0\n10 x\n", "line 2: attenuation dB 'x' is not a valid number"),
+        ("attenuation", b"0 0\n10 x\n", 'line 2: attenuation dB "x" is not a valid number'),
         (
             "attenuation",
             b"# c\n0 0\n\n5 1\n5 2\n",
             "line 5: tick 5 is not after the previous tick 5",
         ),
         ("attenuation", b"0 0 0\n", "line 1: expected 2 fields"),
-        ("attenuation", b"-1 0\n", "line 1: tick '-1' is not an unsigned integer"),
+        ("attenuation", b"-1 0\n", 'line 1: tick "-1" is not an unsigned integer'),
         ("attenuation", b"0 200\n", "line 1: attenuation dB 200 is outside [-50, 100]"),
         ("delay", b"0 250\n1 20000\n", "line 2: delay ms 20000 is outside [0, 10000]"),
         ("modcod", b"nb_fmt = 1\n1 QPSK 1/4 0.49\n", "line 2: expected 5 fields"),
-        ("modcod", b"1 QPSK 5/4 0.49 -2.35\n", "line 1: code rate '5/4'"),
+        ("modcod", b"1 QPSK 5/4 0.49 -2.35\n", 'line 1: code rate "5/4"'),
         ("per", b"modcod_id,esn0_db,per\n1,2.0,0.5\n1,2.0,0.1\n", "line 3: MODCOD 1 has two rows"),
         ("attenuation", b"", "no data lines"),
     ]

@@ -20,7 +20,7 @@ def test_every_scheme_is_a_configuration_a_scenario_accepts(
     got = r.json()
     names = [s["name"] for s in got]
     assert {"cubic", "reno", "bbr", "sl_newreno", "cubic-red", "reno-red-ecn"} <= set(names)
-    assert len(names) == len(set(names)) == len(catalog.SCHEMES)
+    assert len(names) == len(set(names)) == len(catalog.SCHEME_PRESETS)
     red_ecn = next(s for s in got if s["name"] == "reno-red-ecn")
     # Served as written in the catalogue: no defaults filled in.
     assert red_ecn["configuration"] == {

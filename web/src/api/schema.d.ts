@@ -586,6 +586,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/link/modcods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A MODCOD table (link model) */
+        get: operations["modcods_api_link_modcods_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/link/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A trace's attenuation, Es/N0, MODCOD and useful rate per tick on a forward link */
+        post: operations["preview_api_link_preview_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/link-budget": {
         parameters: {
             query?: never;
@@ -1427,6 +1461,36 @@ export interface components {
              */
             values: number[];
         };
+        /** ModcodOut */
+        ModcodOut: {
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Modulation */
+            modulation: string;
+            /** Rate */
+            rate: string;
+            /**
+             * Efficiency
+             * @description bit/symbol (EN 302 307-1 Table 13, no pilots)
+             */
+            efficiency: number;
+            /**
+             * Esn0 Db
+             * @description required Es/N0 (QEF), dB
+             */
+            esn0_db: number;
+            /**
+             * Useful Bits Per Frame
+             * @description normal frame: K_bch - BBHEADER
+             */
+            useful_bits_per_frame: number | null;
+            /** Frame Symbols Pilots */
+            frame_symbols_pilots: number | null;
+            /** Frame Symbols No Pilots */
+            frame_symbols_no_pilots: number | null;
+        };
         /** ModemLogIn */
         ModemLogIn: {
             /**
@@ -1609,6 +1673,65 @@ export interface components {
                 [key: string]: unknown;
             }[];
             estimate: components["schemas"]["Estimate"];
+        };
+        /** PreviewIn */
+        PreviewIn: {
+            /**
+             * Trace
+             * @description attenuation trace: `<tick> <dB>` lines
+             */
+            trace: string;
+            /**
+             * Tick Ms
+             * @default 1000
+             */
+            tick_ms: number;
+            /** Symbol Rate Baud */
+            symbol_rate_baud: number;
+            /** Clear Sky Up Db */
+            clear_sky_up_db: number;
+            /** Clear Sky Down Db */
+            clear_sky_down_db: number;
+            /**
+             * Margin Db
+             * @default 0
+             */
+            margin_db: number;
+            /**
+             * Pilots
+             * @default true
+             */
+            pilots: boolean;
+            /**
+             * Table
+             * @default dvbs2
+             * @enum {string}
+             */
+            table: "dvbs2" | "dvbs2x";
+        };
+        /**
+         * PreviewOut
+         * @description One value per tick 0..last tick of the trace (the ACM loop's feedback delay not applied).
+         */
+        PreviewOut: {
+            /**
+             * Modcods
+             * @description the table the MODCOD ids refer to
+             */
+            modcods: components["schemas"]["ModcodOut"][];
+            /** T S */
+            t_s: number[];
+            /** Attenuation Db */
+            attenuation_db: number[];
+            /** Esn0 Db */
+            esn0_db: number[];
+            /** Modcod */
+            modcod: number[];
+            /**
+             * Rate Bps
+             * @description the MODCOD's data-field rate
+             */
+            rate_bps: number[];
         };
         /**
          * ReceiverSettings
@@ -3432,6 +3555,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReportOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    modcods_api_link_modcods_get: {
+        parameters: {
+            query?: {
+                table?: "dvbs2" | "dvbs2x";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModcodOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    preview_api_link_preview_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewOut"];
                 };
             };
             /** @description Validation Error */

@@ -1,32 +1,18 @@
 // Attenuation traces: pick a local file (or the one the scenario names), see the attenuation and
-// the Es/N0, MODCOD and useful rate it implies on this scenario's forward link (lib/modcod.ts),
-// and upload it under the name the scenario uses.
-import { useEffect, useMemo, useState } from 'react';
+// the Es/N0, MODCOD and useful rate it implies on this scenario's forward link (computed by the
+// link model: POST /api/link/preview, lib/tracePreview.ts), and upload it under the name the
+// scenario uses.
+import { useEffect, useState } from 'react';
 import { api, ok, raw } from '../api/client.ts';
 import { fmtBps } from '../lib/format.ts';
-import { DEFAULT_BUDGET, implications, modcodById, modcodName, parseAttenuationTrace, type LinkBudget } from '../lib/modcod.ts';
+import { budgetOf, summarize, type PreviewOut } from '../lib/tracePreview.ts';
 import { getIn } from '../lib/yamlDoc.ts';
 import { ErrorBox } from './bits.tsx';
 import { TimeChart } from './TimeChart.tsx';
 import { WeatherForm } from './WeatherForm.tsx';
 
-function numAt(data: unknown, path: string[], dflt: number): number {
-  const v = getIn(data, path);
-  return typeof v === 'number' && Number.isFinite(v) ? v : dflt;
-}
-
-export function budgetOf(scenario: unknown): LinkBudget {
-  const f = ['link', 'forward'];
-  const refresh = numAt(scenario, [...f, 'acm', 'refresh_ms'], 1000);
-  return {
-    tickMs: numAt(scenario, [...f, 'downlink', 'attenuation', 'tick_ms'], refresh),
-    symbolRateBaud: numAt(scenario, [...f, 'symbol_rate_baud'], DEFAULT_BUDGET.symbolRateBaud),
-    clearSkyUpDb: numAt(scenario, [...f, 'uplink', 'clear_sky_db'], 20),
-    clearSkyDownDb: numAt(scenario, [...f, 'downlink', 'clear_sky_db'], 20),
-    marginDb: numAt(scenario, [...f, 'acm', 'margin_db'], 0),
-    pilots: getIn(scenario, [...f, 'pilots']) !== false,
-  };
-}
+/** Typing in the editor changes the budget: wait this long before asking again. */
+const PREVIEW_DEBOUNCE_MS = 300;
 
 export function TracePanel({
   scenario,
@@ -76,13 +62,23 @@ export function TracePanel({
 
   const budget = budgetOf(scenario);
   const budgetKey = JSON.stringify(budget);
-  const parsed = useMemo(() => {
-    if (text === undefined) return undefined;
-    try {
-      return { imp: implications(parseAttenuationTrace(text), budget) };
-    } catch (e) {
-      return { error: e instanceof Error ? e.message : String(e) };
-    }
+  const [parsed, setParsed] = useState<{ imp: PreviewOut } | { error: string }>();
+  useEffect(() => {
+    if (text === undefined) return;
+    let live = true;
+    const timer = setTimeout(() => {
+      ok(api.POST('/api/link/preview', { body: { ...budget, trace: text, table: 'dvbs2' } }))
+        .then((imp) => {
+          if (live) setParsed({ imp });
+        })
+        .catch((e: unknown) => {
+          if (live) setParsed({ error: e instanceof Error ? e.message : String(e) });
+        });
+    }, PREVIEW_DEBOUNCE_MS);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
     // budget is derived from the scenario each render; compared by value (budgetKey)
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [text, budgetKey]);
@@ -107,18 +103,17 @@ export function TracePanel({
   }
 
   const imp = parsed && 'imp' in parsed ? parsed.imp : undefined;
-  const minRate = imp ? Math.min(...imp.rateBps) : undefined;
-  const worst = imp ? modcodById(Math.min(...imp.modcod)) : undefined;
+  const sum = imp ? summarize(imp) : undefined;
   return (
     <section className="card" aria-labelledby="trace-title">
       <h3 id="trace-title">Rain-fade trace</h3>
       <p className="field-help">
-        OpenSAND attenuation format: <code>&lt;tick&gt; &lt;dB&gt;</code> per line, one tick = {budget.tickMs} ms here,
+        OpenSAND attenuation format: <code>&lt;tick&gt; &lt;dB&gt;</code> per line, one tick = {budget.tick_ms} ms here,
         linearly interpolated, applied to the forward downlink. The plot shows what ACM does with it on this link:
-        Es/N0 = 1/(1/C/N<sub>up</sub> + 1/C/N<sub>down</sub>) with C/N<sub>down</sub> = {budget.clearSkyDownDb} dB − fade
-        and C/N<sub>up</sub> = {budget.clearSkyUpDb} dB; the MODCOD is the most efficient whose threshold is below
-        Es/N0 − {budget.marginDb} dB margin (DVB-S2 Table 13); the useful rate is that MODCOD's data-field rate at{' '}
-        {(budget.symbolRateBaud / 1e6).toFixed(2)} Msym/s{budget.pilots ? ' with pilots' : ''}. (ACM feedback delay not shown.)
+        Es/N0 = 1/(1/C/N<sub>up</sub> + 1/C/N<sub>down</sub>) with C/N<sub>down</sub> = {budget.clear_sky_down_db} dB − fade
+        and C/N<sub>up</sub> = {budget.clear_sky_up_db} dB; the MODCOD is the most efficient whose threshold is below
+        Es/N0 − {budget.margin_db} dB margin (DVB-S2 Table 13); the useful rate is that MODCOD's data-field rate at{' '}
+        {(budget.symbol_rate_baud / 1e6).toFixed(2)} Msym/s{budget.pilots ? ' with pilots' : ''}. (ACM feedback delay not shown.)
       </p>
       <div className="form-row">
         <label htmlFor="trace-file">Open a trace file</label>
@@ -138,8 +133,8 @@ export function TracePanel({
         />
       </div>
       <WeatherForm
-        tickMs={budget.tickMs}
-        marginDb={budget.marginDb}
+        tickMs={budget.tick_ms}
+        marginDb={budget.margin_db}
         onTrace={(t, src) => {
           setText(t);
           setSource(src);
@@ -153,18 +148,18 @@ export function TracePanel({
       {imp ? (
         <>
           <p>
-            Deepest point: <strong>{Math.max(...imp.attenuationDb).toFixed(1)} dB</strong> → MODCOD{' '}
-            <strong>{worst ? `${worst.id} (${modcodName(worst)})` : '—'}</strong>, useful rate{' '}
-            <strong>{fmtBps(minRate)}</strong> (clear sky {fmtBps(imp.rateBps[0])}).
+            Deepest point: <strong>{sum?.deepestDb.toFixed(1)} dB</strong> → MODCOD{' '}
+            <strong>{sum?.worst ? `${sum.worst.id} (${sum.worst.name})` : '—'}</strong>, useful rate{' '}
+            <strong>{fmtBps(sum?.minRateBps)}</strong> (clear sky {fmtBps(sum?.clearSkyRateBps)}).
           </p>
           <TimeChart
             title="Attenuation and Es/N0"
             name="trace-attenuation"
             yLabel="dB"
-            xs={imp.t}
+            xs={imp.t_s}
             series={[
-              { label: 'attenuation (dB)', values: imp.attenuationDb },
-              { label: 'Es/N0 (dB)', values: imp.esn0Db },
+              { label: 'attenuation (dB)', values: imp.attenuation_db },
+              { label: 'Es/N0 (dB)', values: imp.esn0_db },
             ]}
             height={200}
           />
@@ -173,9 +168,9 @@ export function TracePanel({
             name="trace-modcod"
             yLabel="Mbit/s"
             yRightLabel="MODCOD id"
-            xs={imp.t}
+            xs={imp.t_s}
             series={[
-              { label: 'useful rate (Mbit/s)', values: imp.rateBps.map((r) => r / 1e6) },
+              { label: 'useful rate (Mbit/s)', values: imp.rate_bps.map((r) => r / 1e6) },
               { label: 'MODCOD', values: imp.modcod, right: true, stepped: true },
             ]}
             height={200}

@@ -28,8 +28,8 @@ from satlab.service.auth import Submitter
 from satlab.service.errors import Invalid
 from satlab.service.routes.scenarios import FILE_BODY, _body
 from satlab.service.schemas import FileOut, ScenarioOut
-from satlab.settings import get_settings
-from satlab.testbed.emulator import EMULATOR_BIN, LinkConfigError, check_link
+from satlab.settings import EMULATOR_BIN, get_settings
+from satlab.testbed.emulator import LinkConfigError, check_link
 
 router = APIRouter(prefix="/api", tags=["opensand"])
 

@@ -1,0 +1,104 @@
+"""The gateway's and the PEP's configurations are owned by their Rust types (gateway/src/config.rs,
+gateway/pep/src/config.rs), whose JSON Schemas `make schemas` commits as gateway_schema.json and
+pep_schema.json. A scenario's `gateway` and `pep` sections keep their flat YAML shape, and the
+testbed (satlab.testbed.gateway, satlab.testbed.pep) writes each binary's file from them: every
+value a scenario accepts must give a file the binary's own `--check` accepts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import annotated_types
+import pytest
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from satlab.scenario import GatewayAqm, GatewaySettings, PepSettings
+from satlab.settings import GATEWAY_BIN, PEP_BIN
+from satlab.testbed.gateway import gateway_config
+from satlab.testbed.pep import pep_config
+
+SCHEMAS = Path(__file__).parents[1] / "satlab"
+
+
+def _bounds(model: type[BaseModel]) -> list[tuple[str, float]]:
+    """(field, value) at each numeric bound the scenario model enforces (just inside a `gt`)."""
+    out = []
+    for name, f in model.model_fields.items():
+        for m in f.metadata:
+            if isinstance(m, annotated_types.Ge):
+                out.append((name, float(m.ge)))  # type: ignore[arg-type]
+            elif isinstance(m, annotated_types.Gt):
+                out.append((name, float(m.gt) + 1e-9))  # type: ignore[arg-type]
+            elif isinstance(m, annotated_types.Le):
+                out.append((name, float(m.le)))  # type: ignore[arg-type]
+    return out
+
+
+def _check(binary: Path, config: dict[str, Any], tmp_path: Path) -> None:
+    assert binary.exists(), f"{binary} is missing: cargo build --release"
+    path = tmp_path / "edge.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    r = subprocess.run(
+        [str(binary), "--config", str(path), "--check"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, f"{binary.name} refused {config}: {r.stderr}"
+
+
+def _gateway(settings: GatewaySettings) -> dict[str, Any]:
+    return gateway_config(settings, "gw", "10.0.0.1", Path("/tmp/telemetry.sock"), 1)
+
+
+GATEWAY_CASES = [("aqm." + n, v) for n, v in _bounds(GatewayAqm)] + _bounds(GatewaySettings)
+
+
+@pytest.mark.parametrize(("field", "value"), GATEWAY_CASES)
+def test_every_gateway_bound_of_the_scenario_is_accepted_by_the_gateway(
+    field: str, value: float, tmp_path: Path
+) -> None:
+    data: dict[str, Any] = {field: value}
+    if field.startswith("aqm."):
+        name = field.removeprefix("aqm.")
+        # RED's thresholds keep max_th > min_th: the other one at its far end.
+        other = {"min_th_packets": ("max_th_packets", 1e7), "max_th_packets": ("min_th_packets", 0)}
+        aqm = dict([(name, value), other[name]]) if name in other else {name: value}
+        data = {"aqm": aqm}
+    try:
+        settings = GatewaySettings.model_validate(data)
+    except ValidationError:
+        pytest.skip("the scenario refuses it too (a cross-field rule)")
+    _check(GATEWAY_BIN, _gateway(settings), tmp_path)
+
+
+@pytest.mark.parametrize(("field", "value"), _bounds(PepSettings))
+def test_every_pep_bound_of_the_scenario_is_accepted_by_the_pep(
+    field: str, value: float, tmp_path: Path
+) -> None:
+    settings = PepSettings.model_validate({field: value})
+    _check(PEP_BIN, pep_config(settings, "st", gateway=True), tmp_path)
+
+
+def test_the_testbed_writes_only_fields_the_binaries_declare() -> None:
+    """Every key the testbed writes is a property of the binary's schema (which denies unknown
+    fields), so a renamed Rust field fails here rather than at a run's start."""
+
+    def walk(doc: dict[str, Any], node: dict[str, Any], root: dict[str, Any], at: str) -> None:
+        for key, value in doc.items():
+            assert key in node.get("properties", {}), f"{at}{key} is not in the schema"
+            sub = node["properties"][key]
+            ref = sub.get("$ref") or next(
+                (v["$ref"] for v in sub.get("anyOf", []) if "$ref" in v), None
+            )
+            if isinstance(value, dict) and ref:
+                walk(value, root["$defs"][ref.removeprefix("#/$defs/")], root, f"{at}{key}.")
+
+    for name, config in [
+        ("gateway", _gateway(GatewaySettings(eten=True, ceten=True, ern=True))),
+        ("pep", pep_config(PepSettings(), "gw", gateway=True)),
+    ]:
+        schema = json.loads((SCHEMAS / f"{name}_schema.json").read_text())
+        assert schema["additionalProperties"] is False
+        walk(config, schema, schema, "")
