@@ -10,10 +10,15 @@ with a conditional UPDATE (queued -> running), so a run is never taken twice.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from collections.abc import Iterable
 from typing import Any
 
 from procrastinate import App, PsycopgConnector
+from procrastinate.connector import Notify
+from procrastinate.exceptions import ConnectorException
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -29,8 +34,37 @@ def _pool(**kwargs: Any) -> AsyncConnectionPool:
     return AsyncConnectionPool(conninfo=get_settings().libpq_url, **kwargs)
 
 
+log = logging.getLogger(__name__)
+
+# Seconds between two attempts to listen again after the LISTEN connection was lost.
+RELISTEN_S = 1.0
+
+
+class _Connector(PsycopgConnector):
+    """procrastinate's connector with a listener that outlives a PostgreSQL restart.
+
+    procrastinate 3.10 reconnects its LISTEN connection once, at once; when that meets the
+    server still restarting, the listener ends with an error and the worker stops itself after
+    its current run (api/tests/service/test_faults.py reproduces it). Here the listener tries
+    again every RELISTEN_S until it is cancelled. Notices sent while it is deaf are lost; the
+    worker's polling (every 5 s) finds those jobs."""
+
+    async def listen_notify(self, on_notification: Notify, channels: Iterable[str]) -> None:
+        channels = list(channels)
+        while True:
+            try:
+                await super().listen_notify(on_notification=on_notification, channels=channels)
+            except ConnectorException as exc:
+                log.warning(
+                    "job listener lost its connection (%s); listening again in %.0f s",
+                    exc.__cause__ or exc,
+                    RELISTEN_S,
+                )
+                await asyncio.sleep(RELISTEN_S)
+
+
 def make_app() -> App:
-    return App(connector=PsycopgConnector(pool_factory=_pool), import_paths=["satlab.worker"])
+    return App(connector=_Connector(pool_factory=_pool), import_paths=["satlab.worker"])
 
 
 def enqueue_run(session: Session, run_id: int, priority: int) -> int:

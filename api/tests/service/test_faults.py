@@ -12,6 +12,8 @@ series and artifacts; every run's definition), and that nothing of the run's tes
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -30,7 +32,7 @@ from sqlalchemy import select, text
 
 from satlab import db, worker
 from satlab.app import create_app
-from satlab.service import runs
+from satlab.service import queue, runs
 from satlab.service.models import Artifact, Result, Run, Series
 
 from .conftest import Tokens, alembic_config, make_tokens, needs_testbed
@@ -408,3 +410,50 @@ def test_postgres_restart_mid_run(cluster: Cluster, leftovers: Leftovers, tmp_pa
             assert s.get(Result, e.run) is not None
     finally:
         print(log.read_text()[-20000:])  # shown when the test fails
+
+
+def test_job_listener_survives_postgres_restart(cluster: Cluster) -> None:
+    """A worker hears of new jobs through procrastinate's LISTEN connection. After a restart of
+    PostgreSQL that connection is gone; the listener must come back by itself (a new job is
+    heard within seconds), not die and not stay deaf (a worker would then find jobs only by
+    polling)."""
+
+    async def scenario() -> float:
+        app = queue.make_app()
+        heard: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+
+        async def on_notification(*, channel: str, notification: dict[str, object]) -> None:
+            await heard.put(notification)
+
+        async with app.open_async():
+            listener = asyncio.create_task(
+                app.job_manager.listen_for_jobs(
+                    on_notification=on_notification, queues=[queue.QUEUE]
+                )
+            )
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(cluster.pg_ctl, "-m", "fast", "restart")
+            t_back = time.monotonic()
+            for k in range(30):
+                await asyncio.to_thread(_insert_job, k)
+                try:
+                    await asyncio.wait_for(heard.get(), 1.0)
+                    break
+                except TimeoutError:
+                    assert not listener.done(), f"the listener ended: {listener.exception()!r}"
+            else:
+                raise AssertionError("no job heard of within 30 s of the restart")
+            took = time.monotonic() - t_back
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+            return took
+
+    took = asyncio.run(scenario())
+    print(f"\nFAULT PostgreSQL restart: a new job heard {took:.1f} s after the server was back")
+    assert took < 10
+
+
+def _insert_job(k: int) -> None:
+    with db.new_session() as s, s.begin():
+        queue.enqueue_run(s, 1_000_000 + k, 0)
