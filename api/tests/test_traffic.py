@@ -1,11 +1,14 @@
 """The traffic generator over real loopback sockets: exact byte counts and completions."""
 
+import contextlib
 import json
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from satlab.traffic import object_sizes
 
@@ -24,55 +27,40 @@ def _gen(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_bulk_bytes_arrive_exactly_over_parallel_connections() -> None:
+def _report(gen: subprocess.Popen[str]) -> Any:
+    """What a generator printed when it ended."""
+    return json.loads(gen.communicate(timeout=30)[0])
+
+
+@contextlib.contextmanager
+def _sink() -> Iterator[tuple[list[str], dict[str, Any]]]:
+    """A sink on a free loopback port for the duration of the block. Yields the senders'
+    destination arguments, and the dict the sink's report fills once the block has ended (the
+    sink stopped with SIGTERM)."""
     port = _free_port()
     sink = _gen("sink", "--port", str(port))
+    got: dict[str, Any] = {}
     try:
         time.sleep(0.5)
-        sender = _gen(
-            "bulk",
-            "--dst",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--bytes",
-            "3000001",
-            "--parallel",
-            "3",
-        )
-        out = json.loads(sender.communicate(timeout=30)[0])
-        assert all(c["complete"] for c in out["connections"])
-        assert sum(c["bytes_sent"] for c in out["connections"]) == 3000001
+        yield ["--dst", "127.0.0.1", "--port", str(port)], got
     finally:
         sink.send_signal(signal.SIGTERM)
-    got = json.loads(sink.communicate(timeout=10)[0])
+    got.update(json.loads(sink.communicate(timeout=10)[0]))
+
+
+def test_bulk_bytes_arrive_exactly_over_parallel_connections() -> None:
+    with _sink() as (dst, got):
+        out = _report(_gen("bulk", *dst, "--bytes", "3000001", "--parallel", "3"))
+        assert all(c["complete"] for c in out["connections"])
+        assert sum(c["bytes_sent"] for c in out["connections"]) == 3000001
     assert sum(c["bytes"] for c in got["connections"]) == 3000001
     assert all(c["t_eof"] is not None for c in got["connections"])
 
 
 def test_udp_sequence_lets_the_sink_count_losses() -> None:
-    port = _free_port()
-    sink = _gen("sink", "--port", str(port))
-    try:
-        time.sleep(0.5)
-        sender = _gen(
-            "udp",
-            "--dst",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--rate",
-            "2e6",
-            "--size",
-            "1000",
-            "--duration",
-            "0.5",
-        )
-        out = json.loads(sender.communicate(timeout=30)[0])
+    with _sink() as (dst, got):
+        out = _report(_gen("udp", *dst, "--rate", "2e6", "--size", "1000", "--duration", "0.5"))
         time.sleep(0.2)
-    finally:
-        sink.send_signal(signal.SIGTERM)
-    got = json.loads(sink.communicate(timeout=10)[0])
     assert 100 <= out["packets_sent"] <= 130  # 2 Mbit/s of 1000-byte packets for 0.5 s = 125
     assert got["udp"]["packets"] == out["packets_sent"]
     assert got["udp"]["max_seq"] == out["packets_sent"] - 1
@@ -91,14 +79,10 @@ def test_senders_start_and_stop_at_their_times() -> None:
     """Absolute CLOCK_MONOTONIC start and stop times, whenever the process started. On loopback
     a byte takes microseconds, so the sink sees each flow within a few ms of its times (TOL_S
     allows for a loaded machine's scheduling)."""
-    port = _free_port()
-    sink = _gen("sink", "--port", str(port))
-    try:
-        time.sleep(0.5)
+    with _sink() as (common, got):
         # Late enough for three interpreters to be up even on a heavily loaded machine (2 s
         # seen at a load of 15 on 2 cores); a sender up late would start late.
         t0 = time.monotonic() + 4
-        common = ["--dst", "127.0.0.1", "--port", str(port)]
         bulk = _gen(
             "bulk",
             *common,
@@ -125,10 +109,7 @@ def test_senders_start_and_stop_at_their_times() -> None:
         udp = _gen(
             "udp", *common, "--rate", "1e6", "--start-at", repr(t0 + 0.5), "--stop-at", repr(t0 + 1)
         )
-        outs = [json.loads(p.communicate(timeout=30)[0]) for p in (bulk, cut, udp)]
-    finally:
-        sink.send_signal(signal.SIGTERM)
-    got = json.loads(sink.communicate(timeout=10)[0])
+        outs = [_report(p) for p in (bulk, cut, udp)]
     bulk_out, cut_out, udp_out = outs
     (conn,) = bulk_out["connections"]
     assert abs(conn["t_start"] - (t0 + 1)) < TOL_S and abs(bulk_out["t_stop"] - (t0 + 2)) < TOL_S

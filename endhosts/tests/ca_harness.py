@@ -181,39 +181,45 @@ def use_real_segments(netns: str) -> None:
     run("ip", "netns", "exec", netns, "ethtool", "-K", "lo", "tso", "off", "gso", "off")
 
 
-def drop_every_nth_segment(netns: str, port: int, n: int) -> None:
-    """Drops every n-th data segment to `port` on arrival, deterministically.
-
-    On input, not output: a packet dropped on output is only retried locally and never
-    counts as a loss.
-    """
+def nft_table(netns: str, table: str, hook: str, rule: str, priority: int = 0) -> None:
+    """Puts table inet `table` into `netns`: one chain on `hook` (input, prerouting, output)
+    holding the one `rule`. A table of that name already there is replaced."""
     rules = (
-        "table inet satlab_loss {\n"
-        "  chain in {\n"
-        "    type filter hook input priority 0; policy accept;\n"
-        f"    tcp dport {port} meta length > 100 numgen inc mod {n} 0 counter drop\n"
+        f"add table inet {table}\n"
+        f"delete table inet {table}\n"
+        f"table inet {table} {{\n"
+        f"  chain {hook} {{\n"
+        f"    type filter hook {hook} priority {priority}; policy accept;\n"
+        f"    {rule}\n"
         "  }\n"
         "}\n"
     )
     run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+
+
+# Loss is made on input, not output: a packet dropped on output is only retried locally and
+# never counts as a loss. `meta length > 100` picks data segments, not bare ACKs.
+
+
+def drop_every_nth_segment(netns: str, port: int, n: int) -> None:
+    """Drops every n-th data segment to `port` on arrival, deterministically."""
+    rule = f"tcp dport {port} meta length > 100 numgen inc mod {n} 0 counter drop"
+    nft_table(netns, "satlab_loss", "input", rule)
 
 
 def drop_segments(netns: str, port: int, indices: list[int]) -> None:
     """Drops the data segments to `port` that arrive as number i (from 0) for every i in
     `indices`, retransmissions counting as arrivals; replaces any earlier loss rules."""
     wanted = ", ".join(str(i) for i in indices)
-    rules = (
-        "add table inet satlab_loss\n"
-        "delete table inet satlab_loss\n"
-        "table inet satlab_loss {\n"
-        "  chain in {\n"
-        "    type filter hook input priority 0; policy accept;\n"
-        f"    tcp dport {port} meta length > 100 numgen inc mod 1000000000 {{ {wanted} }}"
-        " counter drop\n"
-        "  }\n"
-        "}\n"
-    )
-    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+    rule = f"tcp dport {port} meta length > 100 numgen inc mod 1000000000 {{ {wanted} }}"
+    rule += " counter drop"
+    nft_table(netns, "satlab_loss", "input", rule)
+
+
+def drop_all_segments(netns: str, port: int, table: str, priority: int = 0) -> None:
+    """Drops every data segment to `port` on arrival (a path that carries only ACKs), from
+    table `table`; delete the table to end it."""
+    nft_table(netns, table, "input", f"tcp dport {port} meta length > 100 drop", priority)
 
 
 def dropped_segments(netns: str) -> int:
@@ -236,3 +242,20 @@ def transfer(netns: str, size: int, port: int, cc: str | None = None) -> dict[st
         cmd += ["--cc", cc]
     result: dict[str, Any] = json.loads(run(*cmd, timeout=120))
     return result
+
+
+def assert_recovers_from_periodic_loss(netns: str, port: int, cc: str) -> None:
+    """A 4 MiB transfer with `cc` over real segments, every 50th dropped, arrives byte-exact
+    after retransmissions, and the loss response left ssthresh below infinity and at least 2."""
+    use_real_segments(netns)
+    drop_every_nth_segment(netns, port, 50)
+    size = 4 << 20
+    result = transfer(netns, size, port, cc=cc)
+    info = result["tcp_info"]
+
+    assert dropped_segments(netns) > 0
+    assert result["congestion_control"] == cc
+    assert result["received"] == size
+    assert result["intact"]
+    assert info["total_retrans"] > 0
+    assert 2 <= info["snd_ssthresh"] < TCP_INFINITE_SSTHRESH

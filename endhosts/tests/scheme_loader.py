@@ -7,12 +7,13 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ca_harness import AVAILABLE, BUILD, bpftool_by_id
+from ca_harness import AVAILABLE, BUILD, TRANSFER, bpftool_by_id, run
 
 BPFFS = Path("/sys/fs/bpf")
 CGROUP2 = Path("/sys/fs/cgroup/unified")
@@ -79,6 +80,57 @@ def cgroup(name: str) -> Iterator[Path]:
         yield path
     finally:
         path.rmdir()
+
+
+def in_cgroup(netns: str, cg: Path | None, *cmd: str) -> list[str]:
+    """The command inside `netns`, and inside cgroup `cg` when given (nsenter: `ip netns exec`
+    mounts its own /sys, without cgroup2)."""
+    if cg is None:
+        return ["ip", "netns", "exec", netns, *cmd]
+    script = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+    return ["nsenter", f"--net=/run/netns/{netns}", "--", "sh", "-c", script, str(cg), *cmd]
+
+
+def cgroup_transfer(
+    netns: str,
+    ports: tuple[int, int],
+    size: int,
+    ca: str,
+    sender_cg: Path,
+    receiver_cg: Path | None = None,
+    capture: Path | None = None,
+    sample_ms: float | None = None,
+) -> dict[str, object]:
+    """One bulk transfer (tcp_transfer.py) over loopback in `netns`, to port ports[0] from
+    source port ports[1]: the sender with congestion control `ca` in cgroup `sender_cg` (where a
+    scheme's sockops program sees it), the receiver in `receiver_cg` or in none. Optionally a
+    pcap of the first 40 packets, and tcp_info samples every `sample_ms`. Returns the sender's
+    report."""
+    port, sport = ports
+    py = [sys.executable, str(TRANSFER), "--port", str(port), "--bytes", str(size)]
+    recv = subprocess.Popen(in_cgroup(netns, receiver_cg, *py, "--listen"), stdout=subprocess.PIPE)
+    dump = None
+    if capture is not None:
+        dump = subprocess.Popen(
+            ["ip", "netns", "exec", netns, "tcpdump", "-U", "-i", "lo", "-c", "40", "-w",
+             str(capture), f"tcp port {port}"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    try:
+        sender = [*py, "--connect", "127.0.0.1", "--source-port", str(sport), "--cc", ca]
+        if sample_ms is not None:
+            sender += ["--sample-ms", str(sample_ms)]
+        out = run(*in_cgroup(netns, sender_cg, *sender), timeout=120)
+        recv.wait(60)
+        if dump is not None:
+            dump.wait(10)  # -c 40: done long before the transfer is
+    finally:
+        for p in (recv, dump):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    result: dict[str, object] = json.loads(out)
+    return result
 
 
 def link_exists(link_id: int) -> bool:

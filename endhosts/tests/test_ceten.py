@@ -10,16 +10,13 @@ drawn against those values, printed form or loss-fraction variant.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from ca_harness import TRANSFER, drop_every_nth_segment, run, use_real_segments
-from scheme_loader import cgroup, loaded
+from ca_harness import drop_every_nth_segment, run, use_real_segments
+from scheme_loader import cgroup, cgroup_transfer, loaded
 
 from satlab.schemes import CETEN_STATS
 
@@ -29,37 +26,6 @@ SIZE = 4 << 20
 
 def q16(p: float) -> int:
     return round(p * 0xFFFF)
-
-
-def transfer_in(netns: str, cg: Path, ca: str, capture: Path | None = None) -> dict[str, object]:
-    """Receiver outside the cgroup, sender inside it; optionally a pcap of the first packets."""
-    py = [sys.executable, str(TRANSFER), "--port", str(PORT), "--bytes", str(SIZE)]
-    recv = subprocess.Popen(
-        ["ip", "netns", "exec", netns, *py, "--listen"], stdout=subprocess.PIPE, text=True
-    )
-    dump = None
-    if capture is not None:
-        dump = subprocess.Popen(
-            ["ip", "netns", "exec", netns, "tcpdump", "-U", "-i", "lo", "-c", "40",
-             "-w", str(capture), f"tcp port {PORT}"],
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-    try:
-        sender = [*py, "--connect", "127.0.0.1", "--source-port", str(SPORT), "--cc", ca]
-        # nsenter, not `ip netns exec`, which mounts its own /sys (no cgroup2 in it)
-        script = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
-        ns = f"--net=/run/netns/{netns}"
-        out = run("nsenter", ns, "--", "sh", "-c", script, str(cg), *sender, timeout=120)
-        recv.wait(60)
-        if dump is not None:
-            dump.wait(10)  # -c 40: done long before the transfer is
-    finally:
-        for p in (recv, dump):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-    result: dict[str, object] = json.loads(out)
-    return result
 
 
 def set_estimate(pin_dir: Path, p_corr: float, p_cong: float) -> None:
@@ -93,7 +59,7 @@ def test_calls_the_expected_share_of_losses_corruption(
                "--set", f"ceten_config={cfg}", tag=f"tceten{variant}") as ld,
     ):  # fmt: skip
         set_estimate(ld.pin_dir, p_corr, p_cong)
-        sent = transfer_in(netns, cg, ld.ca)
+        sent = cgroup_transfer(netns, (PORT, SPORT), SIZE, ld.ca, cg)
         final = ld.stop()
     stats = dict(zip(CETEN_STATS, final["stats"]["ceten_stats"], strict=True))
     losses = stats["loss_corruption"] + stats["loss_congestion"]
@@ -114,7 +80,7 @@ def test_option_is_on_the_wire_with_forward_one(built: Path, netns: str, tmp_pat
         loaded("ceten.bpf.o", "sl_ceten", netns, "--cgroup", str(cg), tag="tcetenw") as ld,
     ):
         pcap = tmp_path / "ceten.pcap"
-        transfer_in(netns, cg, ld.ca, capture=pcap)
+        cgroup_transfer(netns, (PORT, SPORT), SIZE, ld.ca, cg, capture=pcap)
     text = run("tcpdump", "-nr", str(pcap), "-x", f"src port {SPORT} and tcp[13] & 8 != 0")
     # kind 254, length 12, ExID 0x4345, forward corruption and congestion 1.0 (0xffff 0xffff)
     hexdump = "".join(

@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from ca_harness import drop_every_nth_segment, run, transfer, use_real_segments
+from ca_harness import drop_every_nth_segment, nft_table, run, transfer, use_real_segments
 from scheme_loader import loaded
 
 from satlab.schemes import ECNLD_STATS
@@ -23,15 +23,8 @@ SIZE = 4 << 20
 
 def mark_ce_every_nth(netns: str, port: int, n: int) -> None:
     """Sets CE on every n-th data segment to `port` as it arrives (a RED/ECN queue's mark)."""
-    rules = (
-        "table inet satlab_mark {\n"
-        "  chain pre {\n"
-        "    type filter hook prerouting priority 0; policy accept;\n"
-        f"    tcp dport {port} meta length > 100 numgen inc mod {n} 0 ip ecn set ce counter\n"
-        "  }\n"
-        "}\n"
-    )
-    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+    rule = f"tcp dport {port} meta length > 100 numgen inc mod {n} 0 ip ecn set ce counter"
+    nft_table(netns, "satlab_mark", "prerouting", rule)
 
 
 def run_with(netns: str, mark_every: int | None, k: int, tag: str) -> dict[str, int]:

@@ -11,14 +11,11 @@ sender applies it.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from ca_harness import TRANSFER, run, use_real_segments
-from scheme_loader import cgroup, loaded
+from ca_harness import nft_table, run, use_real_segments
+from scheme_loader import cgroup, cgroup_transfer, loaded
 
 from satlab.schemes import ERN_STATS
 
@@ -29,42 +26,6 @@ OPTION_HEAD = "fe144552"  # kind 254, length 20, ExID 0x4552 (crates/packet/src/
 
 def no_timestamps(netns: str) -> None:
     run("ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=0")
-
-
-def in_cgroup(netns: str, cg: Path | None, *cmd: str) -> list[str]:
-    """The command inside `netns`, and inside cgroup `cg` when given (nsenter: `ip netns exec`
-    mounts its own /sys, without cgroup2)."""
-    if cg is None:
-        return ["ip", "netns", "exec", netns, *cmd]
-    script = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
-    return ["nsenter", f"--net=/run/netns/{netns}", "--", "sh", "-c", script, str(cg), *cmd]
-
-
-def transfer(
-    netns: str, sender_cg: Path, receiver_cg: Path | None, ca: str, capture: Path | None = None
-) -> dict[str, object]:
-    py = [sys.executable, str(TRANSFER), "--port", str(PORT), "--bytes", str(SIZE)]
-    recv = subprocess.Popen(in_cgroup(netns, receiver_cg, *py, "--listen"), stdout=subprocess.PIPE)
-    dump = None
-    if capture is not None:
-        dump = subprocess.Popen(
-            ["ip", "netns", "exec", netns, "tcpdump", "-U", "-i", "lo", "-c", "40", "-w",
-             str(capture), f"tcp port {PORT}"],
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-    try:
-        sender = [*py, "--connect", "127.0.0.1", "--source-port", str(SPORT), "--cc", ca]
-        out = run(*in_cgroup(netns, sender_cg, *sender, "--sample-ms", "5"), timeout=120)
-        recv.wait(60)
-        if dump is not None:
-            dump.wait(10)
-    finally:
-        for p in (recv, dump):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-    result: dict[str, object] = json.loads(out)
-    return result
 
 
 def hex_of(pcap: Path, pcap_filter: str) -> list[str]:
@@ -102,7 +63,10 @@ def ern_transfer(
         cgroup(f"sltest-{os.getpid()}-{tag}") as cg,
         loaded("ern.bpf.o", "sl_ern", netns, "--cgroup", str(cg), tag=f"t{tag}") as ld,
     ):
-        sent = transfer(netns, cg, None if plain_receiver else cg, ld.ca, capture=capture)
+        receiver_cg = None if plain_receiver else cg
+        sent = cgroup_transfer(
+            netns, (PORT, SPORT), SIZE, ld.ca, cg, receiver_cg, capture=capture, sample_ms=5
+        )
         final = ld.stop()
     return ld.ca, sent, stats_of(final)
 
@@ -150,15 +114,8 @@ def test_plain_peer_falls_back_to_the_base_cc(built: Path, netns: str, tmp_path:
 def feedback_router(netns: str, feedback: int) -> None:
     """nftables as the ERN router: H_feedback of every data segment to PORT := `feedback`."""
     value = feedback & 0xFFFFFFFF
-    rules = (
-        "table inet satlab_ern {\n"
-        "  chain out {\n"
-        "    type filter hook output priority 0; policy accept;\n"
-        f"    tcp dport {PORT} tcp flags & syn == 0 meta length > 100 @th,256,32 set {value:#x}\n"
-        "  }\n"
-        "}\n"
-    )
-    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+    rule = f"tcp dport {PORT} tcp flags & syn == 0 meta length > 100 @th,256,32 set {value:#x}"
+    nft_table(netns, "satlab_ern", "output", rule)
 
 
 def test_window_held_by_the_echoed_feedback(built: Path, netns: str) -> None:

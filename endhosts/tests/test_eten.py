@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ca_harness import AVAILABLE, run, use_real_segments
+from ca_harness import AVAILABLE, drop_all_segments, run, use_real_segments
 from scheme_loader import link_exists, loaded, map_entries
 
 from satlab.schemes import ETEN_STATS
@@ -28,15 +28,6 @@ def config_hex(rate: int, burst: int, key: bytes = b"") -> str:
     return struct.pack("<IIII64s", rate, burst, len(key), 0, key).hex()
 
 
-def drop_data_to(netns: str, port: int) -> None:
-    rules = (
-        "table inet sl_eten_test {\n  chain in {\n"
-        "    type filter hook input priority 0; policy accept;\n"
-        f"    tcp dport {port} meta length > 100 drop\n  }}\n}}\n"
-    )
-    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
-
-
 def forge(netns: str, ca: str, *extra: str) -> dict[str, object]:
     out = run(
         "ip", "netns", "exec", netns, sys.executable, str(FORGE),
@@ -48,7 +39,7 @@ def forge(netns: str, ca: str, *extra: str) -> dict[str, object]:
 
 def test_refuses_forged_notices_and_counts_them(built: Path, netns: str) -> None:
     use_real_segments(netns)
-    drop_data_to(netns, PORT)
+    drop_all_segments(netns, PORT, "sl_eten_test")
     cfg = config_hex(rate=10, burst=12, key=KEY)
     extra = ("--tc-ingress", "lo", "--set", f"eten_config={cfg}")
     with loaded("eten.bpf.o", "sl_beten", netns, *extra, tag="tbeten") as ld:

@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 from ca_harness import (
-    TCP_INFINITE_SSTHRESH,
     allowed_as_namespace_default,
+    assert_recovers_from_periodic_loss,
     assert_registered_once,
     available_congestion_controls,
-    drop_every_nth_segment,
-    dropped_segments,
     registered,
     run,
     struct_ops_ids,
@@ -73,19 +71,8 @@ def test_namespace_default_selects_sl_newreno(newreno: int, netns: str) -> None:
 
 
 def test_recovers_from_loss_and_sets_ssthresh(newreno: int, netns: str) -> None:
-    use_real_segments(netns)
-    drop_every_nth_segment(netns, PORT, 50)
-    size = 4 << 20
-    result = transfer(netns, size, PORT, cc=CA_NAME)
-    info = result["tcp_info"]
-
-    assert dropped_segments(netns) > 0
-    assert result["congestion_control"] == CA_NAME
-    assert result["received"] == size
-    assert result["intact"]
-    assert info["total_retrans"] > 0
     # ssthresh left infinity: sl_newreno's ssthresh ran, and it never goes below 2.
-    assert 2 <= info["snd_ssthresh"] < TCP_INFINITE_SSTHRESH
+    assert_recovers_from_periodic_loss(netns, PORT, CA_NAME)
 
 
 def test_unregisters_cleanly(built: Path) -> None:

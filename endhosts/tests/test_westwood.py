@@ -26,17 +26,16 @@ from typing import Any
 
 import pytest
 from ca_harness import (
-    TCP_INFINITE_SSTHRESH,
+    assert_recovers_from_periodic_loss,
     assert_registered_once,
     available_congestion_controls,
-    drop_every_nth_segment,
+    drop_all_segments,
     drop_segments,
     dropped_segments,
     registered,
     run,
     struct_ops_maps,
     transfer,
-    use_real_segments,
 )
 from emulated_link import LinkedHosts, emulated_path, transfer_across
 
@@ -79,18 +78,7 @@ def test_registers_and_is_available(westwood: int) -> None:
 
 
 def test_transfer_with_periodic_loss_is_byte_exact(westwood: int, netns: str) -> None:
-    use_real_segments(netns)
-    drop_every_nth_segment(netns, PORT, 50)
-    size = 4 << 20
-    result = transfer(netns, size, PORT, cc=CA_NAME)
-    info = result["tcp_info"]
-
-    assert dropped_segments(netns) > 0
-    assert result["congestion_control"] == CA_NAME
-    assert result["received"] == size
-    assert result["intact"]
-    assert info["total_retrans"] > 0
-    assert 2 <= info["snd_ssthresh"] < TCP_INFINITE_SSTHRESH
+    assert_recovers_from_periodic_loss(netns, PORT, CA_NAME)
 
 
 def test_unregisters_and_leaves_nothing(built: Path, netns: str) -> None:
@@ -203,12 +191,7 @@ def run_on_link(
 
 def drop_all_for(netns: str, seconds: float) -> None:
     """Drops every data segment to PORT on arrival for `seconds` (a link outage)."""
-    rules = (
-        "table inet satlab_blackout {\n  chain in {\n"
-        "    type filter hook input priority -10; policy accept;\n"
-        f"    tcp dport {PORT} meta length > 100 drop\n  }}\n}}\n"
-    )
-    run("ip", "netns", "exec", netns, "nft", "-f", "-", stdin=rules)
+    drop_all_segments(netns, PORT, "satlab_blackout", priority=-10)
     time.sleep(seconds)
     run("ip", "netns", "exec", netns, "nft", "delete", "table", "inet", "satlab_blackout")
 

@@ -21,10 +21,12 @@ Usage: .venv/bin/python tests/bench/gateway_bench.py [--seconds 6] [--json FILE]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,24 @@ def child_pid(p: subprocess.Popen[bytes]) -> int:
     return p.pid
 
 
+@contextlib.contextmanager
+def iperf3_server(t: Topology, log: str) -> Iterator[None]:
+    """A one-shot iperf3 server in the client host (the data flows srv -> cli, forward) for
+    the duration, its output in t.work/`log`."""
+    srv = t.spawn("cli", ["iperf3", "-s", "-1"], t.work / log)
+    time.sleep(0.5)
+    try:
+        yield
+    finally:
+        t.stop(srv)
+
+
+def iperf3_client(t: Topology, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """An iperf3 client in the server host against iperf3_server, JSON out."""
+    cmd = ["ip", "netns", "exec", t.ns("srv"), "iperf3", "-c", CLI, *args, "-J"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
 def run_one(link: str, mode: str, seconds: float) -> dict[str, Any]:
     with Topology(gateway=mode != "emulator") as t:
         over = dict(LINKS[link])
@@ -75,30 +95,10 @@ def run_one(link: str, mode: str, seconds: float) -> dict[str, Any]:
                     cfg.pop("telemetry")  # no telemetry: line rate
                 gws.append(t.start_gateway(cfg))
             time.sleep(0.5)
-        srv = t.spawn("cli", ["iperf3", "-s", "-1"], t.work / "iperf3-s.log")
-        time.sleep(0.5)
-        cpu0 = [cpu_seconds(child_pid(g)) for g in gws]
-        r = subprocess.run(
-            [
-                "ip",
-                "netns",
-                "exec",
-                t.ns("srv"),
-                "iperf3",
-                "-c",
-                CLI,
-                "-t",
-                str(seconds),
-                "-O",
-                "2",
-                "-J",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=seconds + 30,
-        )
-        cpu1 = [cpu_seconds(child_pid(g)) for g in gws]
-        t.stop(srv)
+        with iperf3_server(t, "iperf3-s.log"):
+            cpu0 = [cpu_seconds(child_pid(g)) for g in gws]
+            r = iperf3_client(t, "-t", str(seconds), "-O", "2", timeout=seconds + 30)
+            cpu1 = [cpu_seconds(child_pid(g)) for g in gws]
         if r.returncode != 0:
             raise RuntimeError(f"iperf3 failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
         j = json.loads(r.stdout)
@@ -106,31 +106,8 @@ def run_one(link: str, mode: str, seconds: float) -> dict[str, Any]:
         retr = j["end"]["sum_sent"].get("retransmits", 0)
         # UDP at 1.5 x the link rate, 1400-byte datagrams: what the chain delivers when saturated
         offered = 1.5 * (174e6 if link == "geo" else 1e9)
-        srv = t.spawn("cli", ["iperf3", "-s", "-1"], t.work / "iperf3-su.log")
-        time.sleep(0.5)
-        u = subprocess.run(
-            [
-                "ip",
-                "netns",
-                "exec",
-                t.ns("srv"),
-                "iperf3",
-                "-c",
-                CLI,
-                "-u",
-                "-b",
-                str(int(offered)),
-                "-l",
-                "1400",
-                "-t",
-                "4",
-                "-J",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=40,
-        )
-        t.stop(srv)
+        with iperf3_server(t, "iperf3-su.log"):
+            u = iperf3_client(t, "-u", "-b", str(int(offered)), "-l", "1400", "-t", "4", timeout=40)
         udp_bps = (
             json.loads(u.stdout)["end"]["sum"]["bits_per_second"] if u.returncode == 0 else 0.0
         )

@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from checksum import inet_checksum  # noqa: E402
+
 CORPUS = Path(__file__).resolve().parent / "corpus"
-
-
-def csum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def eth(ethertype: int, payload: bytes, vlan: int | None = None) -> bytes:
@@ -47,7 +42,7 @@ A6, B6 = bytes([0xFD] + [0] * 14 + [1]), bytes([0xFD] + [0] * 14 + [2])
 
 def ipv4(proto: int, l4: bytes, src: bytes = A4, dst: bytes = B4) -> bytes:
     h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0x1234, 0x4000, 64, proto, 0, src, dst)
-    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + l4
+    return h[:10] + struct.pack("!H", inet_checksum(h)) + h[12:] + l4
 
 
 def ipv6(proto: int, l4: bytes) -> bytes:
@@ -66,18 +61,18 @@ def tcp(payload: bytes, options: bytes = b"", flags: int = 0x18, v6: bool = Fals
         "!HHIIBBHHH", 40000, 5201, 0x01020304, 0x0A0B0C0D, doff << 4, flags, 64240, 0, 0
     )
     seg = h + options + payload
-    c = csum(pseudo(6, len(seg), v6) + seg)
+    c = inet_checksum(pseudo(6, len(seg), v6) + seg)
     return seg[:16] + struct.pack("!H", c) + seg[18:]
 
 
 def udp(payload: bytes, v6: bool = False) -> bytes:
     d = struct.pack("!HHHH", 5000, 5201, 8 + len(payload), 0) + payload
-    return d[:6] + struct.pack("!H", csum(pseudo(17, len(d), v6) + d)) + d[8:]
+    return d[:6] + struct.pack("!H", inet_checksum(pseudo(17, len(d), v6) + d)) + d[8:]
 
 
 def icmp(msg_type: int, rest: bytes, data: bytes) -> bytes:
     m = bytes([msg_type, 0, 0, 0]) + rest + data
-    return m[:2] + struct.pack("!H", csum(m)) + m[4:]
+    return m[:2] + struct.pack("!H", inet_checksum(m)) + m[4:]
 
 
 CETEN = bytes.fromhex("fe0c4345e666ffff80004000")  # crates/packet/src/ceten.rs tests
@@ -93,7 +88,7 @@ def eten_notice(mac: bool) -> bytes:
         + l4
         + (b"\x5a" * 16 if mac else b"")
     )
-    return m[:2] + struct.pack("!H", csum(m)) + m[4:]
+    return m[:2] + struct.pack("!H", inet_checksum(m)) + m[4:]
 
 
 def vnet(flags: int, gso_type: int, gso_size: int, csum_start: int, csum_offset: int) -> bytes:

@@ -30,14 +30,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 from pyroute2 import NetNS
 
-# The namespace helpers are the emulator tier's (tests/integration/netns.py).
+# The namespace helpers, the checksum and deep_merge are the emulator tier's (tests/integration).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import netns as netns_util  # noqa: E402
+from checksum import inet_checksum  # noqa: E402
+from emuconfig import deep_merge  # noqa: E402
 
 from satlab.testbed import testbed, topology  # noqa: E402
 from satlab.testbed.testbed import Testbed  # noqa: E402
@@ -76,20 +78,11 @@ def http_json(ns: str, port: int, method: str, path: str, body: Any = None) -> t
     return result
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = (
-            deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-        )
-    return out
-
-
 ROLES = {"srv": "srv1", "cli": "cli1"}  # the tests' names of the testbed's end hosts
 
 
 @dataclass
-class Topology:
+class Topology(netns_util.ProcessesAndTeardown):
     gateway: bool = True
     tb: Testbed = field(init=False)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -116,31 +109,16 @@ class Topology:
         self.procs.append(p)
         return p
 
-    def stop(self, p: subprocess.Popen[bytes]) -> None:
-        netns_util.stop_group(p)
-        if p in self.procs:
-            self.procs.remove(p)
-
     # --- build ---------------------------------------------------------------------------
-    def __enter__(self) -> Topology:
+    def __enter__(self) -> Self:
         self.tb.__enter__()  # builds the topology, or removes what it made and raises
-        try:
-            self._settle()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return super().__enter__()
 
     def close(self) -> None:
-        for p in list(self.procs):
-            with contextlib.suppress(Exception):
-                self.stop(p)
+        self.stop_all()
         self.tb.close()
 
-    def _settle(self) -> None:
+    def _build(self) -> None:
         """What the gateway tests add to the testbed: no IPv6, no reverse-path filter, offloads off
         on the emulator's ports too, and permanent neighbours for every next hop."""
         topo = self.tb.topo
@@ -247,15 +225,6 @@ class Topology:
 
 
 # --- packets ---------------------------------------------------------------------------------
-def csum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def ipv4(src: str, dst: str, proto: int, payload: bytes, tos: int = 0, ident: int = 0) -> bytes:
     h = struct.pack(
         "!BBHHHBBH4s4s",
@@ -270,7 +239,7 @@ def ipv4(src: str, dst: str, proto: int, payload: bytes, tos: int = 0, ident: in
         socket.inet_aton(src),
         socket.inet_aton(dst),
     )
-    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    h = h[:10] + struct.pack("!H", inet_checksum(h)) + h[12:]
     return h + payload
 
 
@@ -291,7 +260,7 @@ def tcp_segment(
     t = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (hl // 4) << 4, flags, 65535, 0, 0)
     t += opts + payload
     pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(t))
-    t = t[:16] + struct.pack("!H", csum(pseudo + t)) + t[18:]
+    t = t[:16] + struct.pack("!H", inet_checksum(pseudo + t)) + t[18:]
     return ipv4(src, dst, 6, t, ident=seq & 0xFFFF)
 
 
@@ -344,7 +313,7 @@ def parse_notice(ip: bytes) -> dict[str, Any] | None:
         "sport": struct.unpack("!H", t[0:2])[0],
         "dport": struct.unpack("!H", t[2:4])[0],
         "seq": struct.unpack("!I", t[4:8])[0],
-        "checksum_ok": csum(bytes(m[:n])) == 0,
+        "checksum_ok": inet_checksum(bytes(m[:n])) == 0,
         "mac_ok": None,
     }
     if flags & 1:

@@ -10,6 +10,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,18 +92,23 @@ class Consumers:
                     inflight += SIZE
             time.sleep(0.001)
 
-    def _echo(self) -> None:
+    def _ern_segments(self, sock: socket.socket, port_at: int) -> Iterator[tuple[bytes, bytes]]:
+        """(TCP header onwards, ERN option) of each segment `sock` receives with the ERN option
+        and PORT at offset `port_at` of its TCP header (0: from PORT, 2: to PORT), until stop."""
         while not self.stop.is_set():
             try:
-                data = self.rx_cli.recv(65535)[14:]
+                data = sock.recv(65535)[14:]
             except (TimeoutError, OSError):
                 continue
-            if data[9] != 6 or struct.unpack("!H", data[22:24])[0] != PORT:
-                continue
             tcp = data[20:]
-            o = find_option(tcp, 0x4552, 20)
-            if o is None:
+            if data[9] != 6 or struct.unpack("!H", tcp[port_at : port_at + 2])[0] != PORT:
                 continue
+            o = find_option(tcp, 0x4552, 20)
+            if o is not None:
+                yield tcp, o
+
+    def _echo(self) -> None:
+        for tcp, o in self._ern_segments(self.rx_cli, port_at=2):
             fb = struct.unpack("!i", o[12:16])[0]
             sport, seq = struct.unpack("!HI", tcp[0:2] + tcp[4:8])
             ack = tcp_segment(
@@ -119,17 +125,7 @@ class Consumers:
             self.tx_cli.send(ack)
 
     def _acks(self) -> None:
-        while not self.stop.is_set():
-            try:
-                data = self.rx_srv.recv(65535)[14:]
-            except (TimeoutError, OSError):
-                continue
-            if data[9] != 6 or struct.unpack("!H", data[20:22])[0] != PORT:
-                continue
-            tcp = data[20:]
-            o = find_option(tcp, 0x4552, 20)
-            if o is None:
-                continue
+        for tcp, o in self._ern_segments(self.rx_srv, port_at=0):
             rev = struct.unpack("!i", o[16:20])[0]
             dport, ackno = struct.unpack("!HI", tcp[2:4] + tcp[8:12])
             with self.lock:

@@ -42,4 +42,14 @@ def base_config(tmp: Path) -> dict[str, Any]:
     }
 
 
+# A fast fixed-rate link with a short delay, both ways, for the tests of what crosses the ports
+# (they then take seconds): emulator(**FAST_LINK).
+_FAST = {
+    "kind": "fixed",
+    "rate_bps": 1.0e9,
+    "delay_ms": 5.0,
+    "queue": {"limit_packets": 20000, "limit_bytes": 30_000_000},
+}
+FAST_LINK: dict[str, Any] = {"forward": _FAST, "return": _FAST}
+
 EmulatorFactory = Callable[..., Emulator]

@@ -2,6 +2,11 @@
 
 These mirror the emulator's documented framing (emulator/CONFIG.md); where a test needs the
 emulator's own figure (the useful rate) it reads it from GET /status instead of recomputing it.
+
+This is a test oracle, a second implementation on purpose: written from the standards (EN 302 307-1,
+the GSE framing) and the documentation, not from the emulator's code. Keep it independent of the
+product's own tables and arithmetic (crates/linkmodel, api/satlab): a mistake the two shared would
+pass unseen. Its likeness to them is expected.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
 from pyroute2 import NetNS, netns
@@ -108,6 +108,45 @@ def stop_group(p: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
     return p.returncode
 
 
+class ProcessesAndTeardown:
+    """What this tier's Topology and the gateway tier's (tests/gateway/gwnet.py) share: the
+    processes one started (spawn_in, kept in `procs`), stopped by PID one at a time or all at
+    close, and the context manager: __enter__ builds (`_build`) and, when that fails part way,
+    closes what was made before the error goes on; __exit__ closes."""
+
+    procs: list[subprocess.Popen[bytes]]
+
+    def _build(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def stop(self, p: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
+        """SIGTERM then SIGKILL one process this topology started (its own process group only)."""
+        rc = stop_group(p, timeout)
+        if p in self.procs:
+            self.procs.remove(p)
+        return rc
+
+    def stop_all(self) -> None:
+        """Stops every process still running; one that fails to stop does not keep the rest."""
+        for p in list(self.procs):
+            with contextlib.suppress(Exception):
+                self.stop(p)
+
+    def __enter__(self) -> Self:
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class NsHTTPConnection(http.client.HTTPConnection):
     """HTTPConnection whose TCP socket is made inside a network namespace."""
 
@@ -142,7 +181,7 @@ def http_json(
 
 
 @dataclass
-class Topology:
+class Topology(ProcessesAndTeardown):
     mode: Mode = "l2"
     prefix: str = field(default_factory=unique_prefix)
     mtu: int = 1500
@@ -182,28 +221,10 @@ class Topology:
         self.procs.append(p)
         return p
 
-    def stop(self, p: subprocess.Popen[bytes], timeout: float = 5.0) -> int:
-        """SIGTERM then SIGKILL one process this topology started (its own process group only)."""
-        rc = stop_group(p, timeout)
-        if p in self.procs:
-            self.procs.remove(p)
-        return rc
-
     def sock(self, ns: str, kind: int = socket.SOCK_DGRAM) -> socket.socket:
         return socket_in_netns(ns, socket.AF_INET, kind)
 
     # --- build / tear down ---------------------------------------------------------------
-    def __enter__(self) -> Topology:
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _new_ns(self, name: str) -> None:
         new_namespace(name)
         self.created.append(name)
@@ -279,9 +300,7 @@ class Topology:
         self.sh(e, ["ip", "route", "add", "10.250.1.0/24", "dev", "tnb", "table", "101"])
 
     def close(self) -> None:
-        for p in list(self.procs):
-            with contextlib.suppress(Exception):
-                self.stop(p)
+        self.stop_all()
         for n in reversed(self.created):
             with contextlib.suppress(Exception):
                 netns.remove(n)

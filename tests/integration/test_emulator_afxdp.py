@@ -11,18 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from emuconfig import EmulatorFactory
+from emuconfig import FAST_LINK, EmulatorFactory
 from netns import EmulatorError, Topology
 from traffic import tcp_transfer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-FAST = {
-    "kind": "fixed",
-    "rate_bps": 1.0e9,
-    "delay_ms": 5.0,
-    "queue": {"limit_packets": 20000, "limit_bytes": 30_000_000},
-}
 XDP_PORTS = {
     "gw": {"kind": "af_xdp", "interface": "egw", "queue": 0, "xdp_mode": "auto"},
     "st": {"kind": "af_xdp", "interface": "est"},
@@ -37,7 +31,7 @@ def xdp_attached(topo: Topology, ifname: str) -> bool:
 def test_tcp_crosses_af_xdp_ports_byte_exact_and_the_program_goes_with_the_emulator(
     topo: Topology, emulator: EmulatorFactory
 ) -> None:
-    emu = emulator(ports=XDP_PORTS, forward=FAST, **{"return": FAST})
+    emu = emulator(ports=XDP_PORTS, **FAST_LINK)
     log = emu.log()
     for port in ("egw", "est"):
         assert f"port {port}: af_xdp queue 0: XDP native, copy mode" in log, log
@@ -56,7 +50,7 @@ def test_an_mtu_too_big_for_a_umem_chunk_is_refused_at_start(
 ) -> None:
     topo.sh(topo.emu, ["ip", "link", "set", "egw", "mtu", "9000"])
     with pytest.raises(EmulatorError) as e:
-        emulator(ports=XDP_PORTS, forward=FAST, **{"return": FAST})
+        emulator(ports=XDP_PORTS, **FAST_LINK)
     assert "port egw: af_xdp: MTU 9000 means frames of up to 9018 bytes, more than the 3840" in str(
         e.value
     ), str(e.value)

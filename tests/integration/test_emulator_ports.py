@@ -13,20 +13,13 @@ import struct
 import time
 
 import pytest
-from emuconfig import EmulatorFactory
+from emuconfig import FAST_LINK, EmulatorFactory
 from netns import MAC_GW, MAC_ST, Topology
 from traffic import tcp_transfer
 
 from satlab.testbed.topology import socket_in_netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-FAST = {
-    "kind": "fixed",
-    "rate_bps": 1.0e9,
-    "delay_ms": 5.0,
-    "queue": {"limit_packets": 20000, "limit_bytes": 30_000_000},
-}
 
 
 SOL_PACKET = 263
@@ -61,7 +54,7 @@ def test_vlan_tagged_frames_cross_with_their_tag(
     metadata before any packet socket sees the frame, so the emulator's rx ring reports it beside
     the frame and the data plane must put it back. st-host must get the same frame, outer tag
     (TPID, PCP, DEI, VID) and inner tag included (read back the same way, from PACKET_AUXDATA)."""
-    emulator(forward=FAST, **{"return": FAST})
+    emulator(**FAST_LINK)
     rx = socket_in_netns(topo.st, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     tx = socket_in_netns(topo.gw, socket.AF_PACKET, socket.SOCK_RAW, 0)
     try:
@@ -107,7 +100,7 @@ def test_gso_superpackets_are_segmented_and_arrive_byte_exact(
     """The sending host's veth with TSO/GSO and checksum offload on: the emulator reads TCP
     super-packets of up to 64 KiB (bigger than a receive-ring frame, so read from the socket
     queue), segments them, and an 8 MB transfer arrives byte-exact."""
-    emu = emulator(forward=FAST, **{"return": FAST})
+    emu = emulator(**FAST_LINK)
     topo.sh(topo.gw, ["ethtool", "-K", "gw0", "tso", "on", "gso", "on", "tx", "on", "sg", "on"])
     res = tcp_transfer(topo, topo.gw, topo.st, topo.st_ip, 8_000_000)
     assert res.received == res.sent == 8_000_000

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from checksum import inet_checksum
 from netns import Topology
 
 from satlab.testbed.topology import socket_in_netns
@@ -213,15 +214,6 @@ def tcp_transfer(
     return TcpResult(nbytes, got.n, h.hexdigest(), got.h.hexdigest(), time.monotonic() - t0)
 
 
-def _inet_checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = int(sum(struct.unpack(f"!{len(data) // 2}H", data)))
-    s = (s >> 16) + (s & 0xFFFF)
-    s += s >> 16
-    return ~s & 0xFFFF
-
-
 def icmp_rtts_ms(
     ns: str, dst: str, count: int = 10, interval: float = 0.2, size: int = 56
 ) -> list[float | None]:
@@ -236,7 +228,7 @@ def icmp_rtts_ms(
         for seq in range(count):
             body = bytes(i & 0xFF for i in range(size))
             hdr = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
-            pkt = struct.pack("!BBHHH", 8, 0, _inet_checksum(hdr + body), ident, seq) + body
+            pkt = struct.pack("!BBHHH", 8, 0, inet_checksum(hdr + body), ident, seq) + body
             t0 = time.time_ns()
             s.sendto(pkt, (dst, 0))
             deadline = time.monotonic() + 3.0

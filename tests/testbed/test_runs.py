@@ -9,20 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from geo_path import geo_link
+
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.testbed.runner import run_one
 
-# A GEO-like path with a 10 Mbit/s fixed-rate forward link: 135 ms each way = 270 ms RTT. The queue
-# holds one bandwidth-delay product (10 Mbit/s x 0.27 s = 338 kB), enough for Reno-style sawtooth.
-LINK: dict[str, Any] = {
-    "forward": {
-        "kind": "fixed",
-        "rate_bps": 10e6,
-        "delay_ms": 135,
-        "queue": {"limit_packets": 300, "limit_bytes": 450000},
-    },
-    "return": {"kind": "fixed", "rate_bps": 10e6, "delay_ms": 135},
-}
+# The GEO-like path (geo_path.py), 10 Mbit/s both ways.
+LINK = geo_link()
 
 
 def scenario(**over: Any) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 """Traffic start and stop times and UDP load as a share of capacity, through the real emulator.
 
-The path is test_runs' GEO-like one: 135 ms each way (270 ms RTT), a 10 Mbit/s forward link whose
-queue holds 300 packets (0.36 s at 10 Mbit/s) and a 4 Mbit/s return link. The senders wait for their
-start and stop times themselves (absolute CLOCK_MONOTONIC times from the runner), so the sender's
-own times are within 50 ms of the scenario's (scheduling on a loaded 2-core machine); what the
-receiver sees adds the path: a download's first byte comes after the handshake and one more
+The path is geo_path.py's GEO-like one: 135 ms each way (270 ms RTT), a 10 Mbit/s forward link
+whose queue holds 300 packets (0.36 s at 10 Mbit/s), and a 4 Mbit/s return link. The senders wait
+for their start and stop times themselves (absolute CLOCK_MONOTONIC times from the runner), so the
+sender's own times are within 50 ms of the scenario's (scheduling on a loaded 2-core machine); what
+the receiver sees adds the path: a download's first byte comes after the handshake and one more
 one-way trip, 1.5 RTT = 405 ms after the start.
 """
 
@@ -12,19 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from geo_path import geo_link
 
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.testbed.runner import run_one
 
-LINK: dict[str, Any] = {
-    "forward": {
-        "kind": "fixed",
-        "rate_bps": 10e6,
-        "delay_ms": 135,
-        "queue": {"limit_packets": 300, "limit_bytes": 450000},
-    },
-    "return": {"kind": "fixed", "rate_bps": 4e6, "delay_ms": 135},
-}
+LINK = geo_link(return_rate_bps=4e6)
 RTT_S = 0.270
 QUEUE_S = 300 * 1500 * 8 / 10e6  # the forward queue, full, drained at the link's rate
 SLACK_S = 0.05  # a sender's wake-up and a sink's read on a loaded machine

@@ -21,6 +21,18 @@ def run_cli(*argv: str) -> int:
     return int(exc.value.code or 0)
 
 
+def wait_with_junit(
+    exp_id: int, auth: list[str], junit: Path, *expectations: str
+) -> tuple[int, ET.Element]:
+    """`satlab wait` with one --expect per expectation and --junit; its exit status, and the
+    testsuite element of the JUnit XML it wrote."""
+    expects = [arg for e in expectations for arg in ("--expect", e)]
+    code = run_cli("wait", str(exp_id), *auth, *expects, "--junit", str(junit))
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    return code, suite
+
+
 @needs_testbed
 def test_submit_wait_expect_junit(
     server: str,
@@ -40,35 +52,20 @@ def test_submit_wait_expect_junit(
     assert int(capsys.readouterr().out.strip().splitlines()[-1]) == exp_id  # no duplicate
     worker.app.run_worker(queues=["runs"], concurrency=1, wait=False, install_signal_handlers=False)
     junit = tmp_path / "junit.xml"
-    code = run_cli(
-        "wait",
-        str(exp_id),
-        *auth,
-        "--expect",
+    code, suite = wait_with_junit(
+        exp_id,
+        auth,
+        junit,
         "ratio(goodput_bps, bbr/cubic, sweep=1e-7) > 0.01",
-        "--expect",
         "mean(goodput_bps, cubic) > 1e4",
-        "--expect",
         "mean(retransmissions, cubic) < 1e6",
-        "--junit",
-        str(junit),
     )
     assert code == 0
-    suite = ET.parse(junit).getroot().find("testsuite")
     # 4 runs (2 sweep values x 2 configurations) + 3 expectations
-    assert suite is not None and suite.get("tests") == "7" and suite.get("failures") == "0"
-    code = run_cli(
-        "wait",
-        str(exp_id),
-        *auth,
-        "--expect",
-        "ratio(goodput_bps, cubic/bbr) >= 100",
-        "--junit",
-        str(junit),
-    )
+    assert suite.get("tests") == "7" and suite.get("failures") == "0"
+    code, suite = wait_with_junit(exp_id, auth, junit, "ratio(goodput_bps, cubic/bbr) >= 100")
     assert code == 1
-    suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("failures") == "1"
+    assert suite.get("failures") == "1"
     failure = suite.find("testcase[@classname='satlab.expect']/failure")
     assert failure is not None and "FAILS" in (failure.get("message") or "")
     assert run_cli("list", *auth) == 0 and "cli" in capsys.readouterr().out
