@@ -27,9 +27,10 @@
  * The variant is ceten_config.variant (0 printed, 1 loss fraction), set by the loader.
  */
 
+#include "flows.h"
 #include "keep_window.h"
-
-#include <bpf/bpf_endian.h>
+#define RENO_CONG_AVOID
+#include "reno_steps.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -51,13 +52,6 @@ enum ceten_stat {
 	STAT_MAX,
 };
 
-struct flow_key {
-	__be32 local;
-	__be32 remote;
-	__be16 lport;
-	__be16 rport;
-};
-
 struct path_estimate {
 	__u16 rev_corr;		/* survival of this host's segments on the path (reflected) */
 	__u16 rev_cong;
@@ -72,13 +66,7 @@ struct ceten_config {
 	__u32 variant;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct flow_key);
-	__type(value, struct path_estimate);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);	/* inspectable: bpftool map dump pinned ... */
-} ceten_paths SEC(".maps");
+PINNED_LRU_HASH(ceten_paths, struct flow_key, struct path_estimate, 65536);
 
 #define STATS_MAP ceten_stats
 #define CONFIG_MAP ceten_config
@@ -86,14 +74,6 @@ struct {
 #include "scheme_maps.h"
 
 /* ---- the option: sockops ---- */
-
-static __always_inline void skops_key(const struct bpf_sock_ops *skops, struct flow_key *k)
-{
-	k->local = skops->local_ip4;
-	k->remote = skops->remote_ip4;
-	k->lport = bpf_htons((__u16)skops->local_port);	/* host order in sock_ops */
-	k->rport = (__be16)(skops->remote_port >> 16);	/* network order, upper half */
-}
 
 static __always_inline void parse_option(struct bpf_sock_ops *skops)
 {
@@ -104,14 +84,10 @@ static __always_inline void parse_option(struct bpf_sock_ops *skops)
 	if (bpf_load_hdr_opt(skops, opt, sizeof(opt), 0) != CETEN_LEN)
 		return;
 	count(STAT_OPTIONS_PARSED);
-	skops_key(skops, &key);
-	pe = bpf_map_lookup_elem(&ceten_paths, &key);
-	if (!pe) {
-		bpf_map_update_elem(&ceten_paths, &key, &fresh, BPF_NOEXIST);
-		pe = bpf_map_lookup_elem(&ceten_paths, &key);
-		if (!pe)
-			return;
-	}
+	skops_flow_key(skops, &key);
+	pe = map_lookup_or_init(&ceten_paths, &key, &fresh);
+	if (!pe)
+		return;
 	pe->fwd_corr = (__u16)opt[4] << 8 | opt[5];
 	pe->fwd_cong = (__u16)opt[6] << 8 | opt[7];
 	pe->have_fwd = 1;
@@ -130,7 +106,7 @@ static __always_inline void write_option(struct bpf_sock_ops *skops)
 	struct flow_key key = {};
 	struct path_estimate *pe;
 
-	skops_key(skops, &key);
+	skops_flow_key(skops, &key);
 	pe = bpf_map_lookup_elem(&ceten_paths, &key);
 	if (pe && pe->have_fwd) {
 		opt[8] = pe->fwd_corr >> 8;
@@ -150,11 +126,7 @@ int ceten_sockops(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_TCP_LISTEN_CB:
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		/* every received header parsed (the option is an experimental one the kernel does
-		 * not know), and room reserved in every header sent */
-		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
-					  BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG |
-					  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		skops_all_header_options(skops);
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
 		bpf_reserve_hdr_opt(skops, CETEN_LEN, 0);
@@ -178,12 +150,7 @@ struct ceten_ca {
 /* 1: treat this loss as congestion. Random draw against the path's survival values. */
 static __always_inline int draw_congestion(struct sock *sk)
 {
-	struct flow_key key = {
-		.local = sk->__sk_common.skc_rcv_saddr,
-		.remote = sk->__sk_common.skc_daddr,
-		.lport = bpf_htons(sk->__sk_common.skc_num),
-		.rport = sk->__sk_common.skc_dport,
-	};
+	struct flow_key key = sk_flow_key(sk);
 	struct path_estimate *pe = bpf_map_lookup_elem(&ceten_paths, &key);
 	__u32 zero = 0, cong, corr;
 	struct ceten_config *cfg = bpf_map_lookup_elem(&ceten_config, &zero);
@@ -208,8 +175,7 @@ void BPF_PROG(ceten_init, struct sock *sk)
 {
 	struct ceten_ca *ca = inet_csk_ca(sk);
 
-	ca->kw.saved_ssthresh = 0;
-	ca->kw.corruption = 0;
+	kw_init(&ca->kw);
 }
 
 SEC("struct_ops/ceten_ssthresh")
@@ -240,12 +206,6 @@ void BPF_PROG(ceten_set_state, struct sock *sk, __u8 new_state)
 		kw_restore(&((struct ceten_ca *)inet_csk_ca(sk))->kw, tcp_sk(sk));
 }
 
-SEC("struct_ops/ceten_cong_avoid")
-void BPF_PROG(ceten_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
 SEC("struct_ops/ceten_undo_cwnd")
 __u32 BPF_PROG(ceten_undo_cwnd, struct sock *sk)
 {
@@ -258,7 +218,7 @@ SEC(".struct_ops")
 struct tcp_congestion_ops ceten_ops = {
 	.init		= (void *)ceten_init,
 	.ssthresh	= (void *)ceten_ssthresh,
-	.cong_avoid	= (void *)ceten_cong_avoid,
+	.cong_avoid	= (void *)reno_cong_avoid,
 	.cwnd_event	= (void *)ceten_cwnd_event,
 	.set_state	= (void *)ceten_set_state,
 	.undo_cwnd	= (void *)ceten_undo_cwnd,

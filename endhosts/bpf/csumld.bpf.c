@@ -53,9 +53,8 @@
  * duplicate test absorb.
  */
 
+#include "flows.h"
 #include "keep_window.h"
-
-#include <bpf/bpf_endian.h>
 
 char _license[] SEC("license") = "GPL";
 
@@ -99,13 +98,6 @@ enum csumld_stat {
 	STAT_MAX,
 };
 
-struct flow_key {
-	__be32 local;
-	__be32 remote;
-	__be16 lport;
-	__be16 rport;
-};
-
 struct notice_key {
 	struct flow_key flow;	/* the sender's view: local = the sender */
 	__u32 seq;		/* host order */
@@ -122,22 +114,11 @@ struct scratch {
 };
 
 /* receiver: connection -> notices not yet sent */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct flow_key);
-	__type(value, struct pending);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} csumld_pending SEC(".maps");
+PINNED_LRU_HASH(csumld_pending, struct flow_key, struct pending, 4096);
 
-/* sender: (connection, seq) notified as corrupted, consumed by the congestion control */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct notice_key);
-	__type(value, __u64);	/* bpf_ktime_get_ns when recorded */
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} csumld_notices SEC(".maps");
+/* sender: (connection, seq) notified as corrupted, consumed by the congestion control;
+ * the value is bpf_ktime_get_ns when recorded */
+PINNED_LRU_HASH(csumld_notices, struct notice_key, __u64, 65536);
 
 #define STATS_MAP csumld_stats
 #include "scheme_maps.h"
@@ -196,13 +177,9 @@ static __always_inline void queue_notice(const struct iphdr *ip, const struct tc
 	};
 	struct pending fresh = {}, *p;
 
-	p = bpf_map_lookup_elem(&csumld_pending, &key);
-	if (!p) {
-		bpf_map_update_elem(&csumld_pending, &key, &fresh, BPF_NOEXIST);
-		p = bpf_map_lookup_elem(&csumld_pending, &key);
-		if (!p)
-			return;
-	}
+	p = map_lookup_or_init(&csumld_pending, &key, &fresh);
+	if (!p)
+		return;
 	if (p->head - p->tail >= PENDING_MAX) {
 		p->tail++;
 		count(STAT_QUEUE_FULL);
@@ -280,13 +257,7 @@ int csumld_ingress(struct __sk_buff *skb)
 	}
 
 	/* The connection the segment would reach (an established one, not a listener). */
-	struct bpf_sock_tuple tuple = {};
-
-	tuple.ipv4.saddr = ip.saddr;
-	tuple.ipv4.daddr = ip.daddr;
-	tuple.ipv4.sport = th.source;
-	tuple.ipv4.dport = th.dest;
-	struct bpf_sock *sk = bpf_sk_lookup_tcp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
+	struct bpf_sock *sk = sk_lookup_tcp4(skb, ip.saddr, ip.daddr, th.source, th.dest);
 
 	if (!sk) {
 		count(STAT_UNKNOWN_FLOW);
@@ -312,20 +283,12 @@ int csumld_ingress(struct __sk_buff *skb)
 
 /* ---- the option: sockops ---- */
 
-static __always_inline void skops_key(const struct bpf_sock_ops *skops, struct flow_key *k)
-{
-	k->local = skops->local_ip4;
-	k->remote = skops->remote_ip4;
-	k->lport = bpf_htons((__u16)skops->local_port);	/* host order in sock_ops */
-	k->rport = (__be16)(skops->remote_port >> 16);	/* network order, upper half */
-}
-
 static __always_inline struct pending *pending_of(struct bpf_sock_ops *skops)
 {
 	struct flow_key key = {};
 	struct pending *p;
 
-	skops_key(skops, &key);
+	skops_flow_key(skops, &key);
 	p = bpf_map_lookup_elem(&csumld_pending, &key);
 	return p && p->head != p->tail ? p : NULL;
 }
@@ -364,7 +327,7 @@ static __always_inline void parse_option(struct bpf_sock_ops *skops)
 		count(STAT_TX_OUT_OF_WINDOW);
 		return;
 	}
-	skops_key(skops, &key.flow);
+	skops_flow_key(skops, &key.flow);
 	key.seq = seq;
 	if (bpf_map_update_elem(&csumld_notices, &key, &now, BPF_NOEXIST) < 0)
 		count(STAT_DUPLICATE);
@@ -376,11 +339,7 @@ int csumld_sockops(struct bpf_sock_ops *skops)
 	switch (skops->op) {
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		/* either end may send data: parse every header (the option is one the kernel does
-		 * not know) and be asked for room in every header sent */
-		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
-					  BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG |
-					  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		skops_all_header_options(skops);	/* either end may send data */
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
 		if (pending_of(skops))
@@ -402,12 +361,7 @@ int csumld_sockops(struct bpf_sock_ops *skops)
 static __always_inline int notified(struct sock *sk, __u32 seq)
 {
 	struct notice_key key = {
-		.flow = {
-			.local = sk->__sk_common.skc_rcv_saddr,
-			.remote = sk->__sk_common.skc_daddr,
-			.lport = bpf_htons(sk->__sk_common.skc_num),
-			.rport = sk->__sk_common.skc_dport,
-		},
+		.flow = sk_flow_key(sk),
 		.seq = seq,
 	};
 

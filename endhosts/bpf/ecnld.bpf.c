@@ -38,6 +38,8 @@
  */
 
 #include "keep_window.h"
+#define RENO_CONG_AVOID
+#include "reno_steps.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -93,8 +95,7 @@ void BPF_PROG(ecnld_init, struct sock *sk)
 {
 	struct ecnld_ca *ca = inet_csk_ca(sk);
 
-	ca->kw.saved_ssthresh = 0;
-	ca->kw.corruption = 0;
+	kw_init(&ca->kw);
 	ca->ece_hist = 0;
 	ca->prior_cwnd = 0;
 	ca->decided = CLASS_NONE;
@@ -168,19 +169,11 @@ void BPF_PROG(ecnld_set_state, struct sock *sk, __u8 new_state)
 		kw_restore(&ca->kw, tp);
 }
 
-SEC("struct_ops/ecnld_cong_avoid")
-void BPF_PROG(ecnld_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
 SEC("struct_ops/ecnld_undo_cwnd")
 __u32 BPF_PROG(ecnld_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
 	((struct ecnld_ca *)inet_csk_ca(sk))->kw.corruption = 0;
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
+	return sl_tcp_reno_undo_cwnd(sk);
 }
 
 /* .name is a placeholder: the loader registers one instance per host under its own name. */
@@ -188,7 +181,7 @@ SEC(".struct_ops")
 struct tcp_congestion_ops ecnld_ops = {
 	.init		= (void *)ecnld_init,
 	.ssthresh	= (void *)ecnld_ssthresh,
-	.cong_avoid	= (void *)ecnld_cong_avoid,
+	.cong_avoid	= (void *)reno_cong_avoid,
 	.cwnd_event	= (void *)ecnld_cwnd_event,
 	.in_ack_event	= (void *)ecnld_in_ack_event,
 	.set_state	= (void *)ecnld_set_state,

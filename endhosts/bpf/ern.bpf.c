@@ -56,9 +56,10 @@
  *     hosts.settings.timestamps: false (satlab.scenario checks it).
  */
 
+#include "flows.h"
 #include "keep_window.h"
-
-#include <bpf/bpf_endian.h>
+#define RENO_UNDO_CWND
+#include "reno_steps.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -86,13 +87,6 @@ enum ern_stat {
 	STAT_MAX,
 };
 
-struct flow_key {
-	__be32 local;
-	__be32 remote;
-	__be16 lport;
-	__be16 rport;
-};
-
 struct ern_flow {
 	__s64 echo_sum;		/* feedback of data received since this host last wrote */
 	__u32 cwnd_ern;		/* bytes; ERN_UNLIMITED before the first finite echo */
@@ -108,13 +102,7 @@ struct ern_config {
 	__u32 base;		/* enum ern_base: the algorithm of cwnd_tcp */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct flow_key);
-	__type(value, struct ern_flow);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);	/* inspectable: bpftool map dump pinned ... */
-} ern_flows SEC(".maps");
+PINNED_LRU_HASH(ern_flows, struct flow_key, struct ern_flow, 65536);
 
 #define STATS_MAP ern_stats
 #define CONFIG_MAP ern_config
@@ -152,19 +140,11 @@ static __always_inline void put_be32(__u8 *p, __u32 v)
 
 /* ---- the option: sockops ---- */
 
-static __always_inline void skops_key(const struct bpf_sock_ops *skops, struct flow_key *k)
-{
-	k->local = skops->local_ip4;
-	k->remote = skops->remote_ip4;
-	k->lport = bpf_htons((__u16)skops->local_port);	/* host order in sock_ops */
-	k->rport = (__be16)(skops->remote_port >> 16);	/* network order, upper half */
-}
-
 static __always_inline struct ern_flow *flow_get(const struct bpf_sock_ops *skops)
 {
 	struct flow_key key = {};
 
-	skops_key(skops, &key);
+	skops_flow_key(skops, &key);
 	return bpf_map_lookup_elem(&ern_flows, &key);
 }
 
@@ -173,7 +153,7 @@ static __always_inline struct ern_flow *flow_create(const struct bpf_sock_ops *s
 	struct ern_flow fresh = { .cwnd_ern = ERN_UNLIMITED };
 	struct flow_key key = {};
 
-	skops_key(skops, &key);
+	skops_flow_key(skops, &key);
 	bpf_map_update_elem(&ern_flows, &key, &fresh, BPF_ANY);
 	return bpf_map_lookup_elem(&ern_flows, &key);
 }
@@ -578,12 +558,7 @@ struct ern_ca {
  * connection is not E2E-ERN or no finite feedback came yet. */
 static __always_inline __u32 ern_window(struct sock *sk, const struct tcp_sock *tp)
 {
-	struct flow_key key = {
-		.local = sk->__sk_common.skc_rcv_saddr,
-		.remote = sk->__sk_common.skc_daddr,
-		.lport = bpf_htons(sk->__sk_common.skc_num),
-		.rport = sk->__sk_common.skc_dport,
-	};
+	struct flow_key key = sk_flow_key(sk);
 	struct ern_flow *f = bpf_map_lookup_elem(&ern_flows, &key);
 	__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
 
@@ -680,14 +655,6 @@ void BPF_PROG(ern_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 		hystart_sample(sk, c, delay, cwnd);
 }
 
-SEC("struct_ops/ern_undo_cwnd")
-__u32 BPF_PROG(ern_undo_cwnd, struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	return sl_max(tp->snd_cwnd, tp->prior_cwnd);
-}
-
 /* .name is a placeholder: the loader registers one instance per host under its own name. */
 SEC(".struct_ops")
 struct tcp_congestion_ops sl_ern = {
@@ -696,6 +663,6 @@ struct tcp_congestion_ops sl_ern = {
 	.cong_avoid	= (void *)ern_cong_avoid,
 	.set_state	= (void *)ern_set_state,
 	.pkts_acked	= (void *)ern_pkts_acked,
-	.undo_cwnd	= (void *)ern_undo_cwnd,
+	.undo_cwnd	= (void *)reno_undo_cwnd,
 	.name		= "sl_ern",
 };

@@ -38,10 +38,9 @@
  *   duplicate. Each refusal is counted by reason in eten_stats; refused notices are dropped.
  */
 
+#include "flows.h"
 #include "hmac_sha256.h"
 #include "keep_window.h"
-
-#include <bpf/bpf_endian.h>
 
 char _license[] SEC("license") = "GPL";
 
@@ -108,13 +107,7 @@ struct eten_bucket {
 /* Pinned by name under the loader's pin directory (one per testbed), so the emulator's
  * Oracle writer and the operator (bpftool map dump pinned ...) find it; every sending host
  * of the testbed shares it (keys carry the host's address). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct eten_key);
-	__type(value, struct eten_val);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} eten_notices SEC(".maps");
+PINNED_LRU_HASH(eten_notices, struct eten_key, struct eten_val, 65536);
 
 #define STATS_MAP eten_stats
 #define CONFIG_MAP eten_config
@@ -238,13 +231,7 @@ int eten_ingress(struct __sk_buff *skb)
 	__builtin_memcpy(&key.seq, msg + 32, 4);
 
 	/* The sender's socket, as an incoming packet of that connection would find it. */
-	struct bpf_sock_tuple tuple = {};
-
-	tuple.ipv4.saddr = key.daddr;
-	tuple.ipv4.daddr = key.saddr;
-	tuple.ipv4.sport = key.dport;
-	tuple.ipv4.dport = key.sport;
-	struct bpf_sock *sk = bpf_sk_lookup_tcp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
+	struct bpf_sock *sk = sk_lookup_tcp4(skb, key.daddr, key.saddr, key.dport, key.sport);
 
 	if (!sk) {
 		count(STAT_UNKNOWN_FLOW);

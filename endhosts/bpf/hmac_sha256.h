@@ -99,6 +99,19 @@ static __always_inline void sha256_put_len(struct sha256_scratch *s, __u64 bits)
 		s->block[63 - i] = (__u8)(bits >> (8 * i));
 }
 
+/* A new SHA-256 over the padded key block (key ^ pad), leaving block zeroed for the data. */
+static __always_inline void hmac_start(struct sha256_scratch *s, const __u8 *key, __u8 pad)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		s->h[i] = sha256_iv[i];
+	hmac_pad_block(s, key, pad);
+	sha256_compress(s);
+	for (i = 0; i < 64; i++)
+		s->block[i] = 0;
+}
+
 /*
  * Returns 1 when the first 16 bytes of HMAC-SHA256(key, msg[0..36]) equal mac.
  * key: HMAC_KEY_MAX bytes, zero padded (keys longer than a block are refused up front).
@@ -112,12 +125,7 @@ static __always_inline int hmac_sha256_16_ok(const __u8 *key, const __u8 *msg, c
 	if (!s)
 		return 0;
 	/* inner = SHA256((key ^ ipad) || msg) */
-	for (i = 0; i < 8; i++)
-		s->h[i] = sha256_iv[i];
-	hmac_pad_block(s, key, 0x36);
-	sha256_compress(s);
-	for (i = 0; i < 64; i++)
-		s->block[i] = 0;
+	hmac_start(s, key, 0x36);
 	for (i = 0; i < HMAC_MSG_LEN; i++)
 		s->block[i] = msg[i];
 	s->block[HMAC_MSG_LEN] = 0x80;
@@ -127,12 +135,7 @@ static __always_inline int hmac_sha256_16_ok(const __u8 *key, const __u8 *msg, c
 		s->inner[i] = s->h[i];
 
 	/* outer = SHA256((key ^ opad) || inner) */
-	for (i = 0; i < 8; i++)
-		s->h[i] = sha256_iv[i];
-	hmac_pad_block(s, key, 0x5c);
-	sha256_compress(s);
-	for (i = 0; i < 64; i++)
-		s->block[i] = 0;
+	hmac_start(s, key, 0x5c);
 	for (i = 0; i < 8; i++) {
 		s->block[4 * i] = s->inner[i] >> 24;
 		s->block[4 * i + 1] = s->inner[i] >> 16;

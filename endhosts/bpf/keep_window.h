@@ -24,6 +24,13 @@ struct keep_window {
 	__u8 corruption;	/* the current recovery episode is a corruption loss */
 };
 
+/* init(): no loss seen yet. */
+static __always_inline void kw_init(struct keep_window *kw)
+{
+	kw->saved_ssthresh = 0;
+	kw->corruption = 0;
+}
+
 /* ssthresh() for a loss classified as corruption. */
 static __always_inline __u32 kw_corruption_ssthresh(struct keep_window *kw,
 						    const struct tcp_sock *tp)

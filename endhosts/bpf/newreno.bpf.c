@@ -28,36 +28,12 @@
  * Structure after the kernel BPF selftests progs/bpf_cubic.c and progs/bpf_dctcp.c.
  */
 
-#include "tcp_ca_helpers.h"
+#define RENO_SSTHRESH
+#define RENO_CONG_AVOID
+#define RENO_UNDO_CWND
+#include "reno_steps.h"
 
 char _license[] SEC("license") = "GPL";
-
-/* RFC 5681 eq. 4 as tcp_reno_ssthresh(): half the window, never below 2 packets. */
-static __always_inline __u32 newreno_loss_ssthresh(const struct tcp_sock *tp)
-{
-	return sl_max(tp->snd_cwnd >> 1U, 2U);
-}
-
-/* tcp_reno_ssthresh(): called when the kernel enters recovery or loss (RTO). */
-SEC("struct_ops/newreno_ssthresh")
-__u32 BPF_PROG(newreno_ssthresh, struct sock *sk)
-{
-	return newreno_loss_ssthresh(tcp_sk(sk));
-}
-
-/* tcp_reno_cong_avoid() (tcp_ca_helpers.h). */
-SEC("struct_ops/newreno_cong_avoid")
-void BPF_PROG(newreno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
-/* tcp_reno_undo_cwnd() (tcp_ca_helpers.h). */
-SEC("struct_ops/newreno_undo_cwnd")
-__u32 BPF_PROG(newreno_undo_cwnd, struct sock *sk)
-{
-	return sl_tcp_reno_undo_cwnd(sk);
-}
 
 /*
  * The struct_ops map. Its variable name is the map name bpftool shows and unregisters
@@ -65,8 +41,8 @@ __u32 BPF_PROG(newreno_undo_cwnd, struct sock *sk)
  */
 SEC(".struct_ops")
 struct tcp_congestion_ops sl_newreno = {
-	.ssthresh	= (void *)newreno_ssthresh,
-	.cong_avoid	= (void *)newreno_cong_avoid,
-	.undo_cwnd	= (void *)newreno_undo_cwnd,
+	.ssthresh	= (void *)reno_ssthresh,
+	.cong_avoid	= (void *)reno_cong_avoid,
+	.undo_cwnd	= (void *)reno_undo_cwnd,
 	.name		= "sl_newreno",
 };

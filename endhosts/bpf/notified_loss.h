@@ -16,6 +16,8 @@
 #define SATLAB_NOTIFIED_LOSS_H
 
 #include "keep_window.h"
+#define RENO_CONG_AVOID
+#include "reno_steps.h"
 
 struct notified_ca {
 	struct keep_window kw;
@@ -29,8 +31,7 @@ void BPF_PROG(nl_init, struct sock *sk)
 {
 	struct notified_ca *ca = inet_csk_ca(sk);
 
-	ca->kw.saved_ssthresh = 0;
-	ca->kw.corruption = 0;
+	kw_init(&ca->kw);
 	ca->prior_cwnd = 0;
 	ca->loss_seq = 0;
 	ca->pending = 0;
@@ -99,12 +100,6 @@ void BPF_PROG(nl_set_state, struct sock *sk, __u8 new_state)
 	}
 }
 
-SEC("struct_ops/nl_cong_avoid")
-void BPF_PROG(nl_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
 SEC("struct_ops/nl_undo_cwnd")
 __u32 BPF_PROG(nl_undo_cwnd, struct sock *sk)
 {
@@ -127,7 +122,7 @@ __u32 BPF_PROG(nl_undo_cwnd, struct sock *sk)
 	struct tcp_congestion_ops var = {			\
 		.init		= (void *)nl_init,		\
 		.ssthresh	= (void *)nl_ssthresh,		\
-		.cong_avoid	= (void *)nl_cong_avoid,	\
+		.cong_avoid	= (void *)reno_cong_avoid,	\
 		.cwnd_event	= (void *)nl_cwnd_event,	\
 		.in_ack_event	= (void *)nl_in_ack_event,	\
 		.set_state	= (void *)nl_set_state,		\

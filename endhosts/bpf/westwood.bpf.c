@@ -33,7 +33,10 @@
  * bandwidth in bytes per jiffy, windows in packets of mss_cache bytes.
  */
 
-#include "tcp_ca_helpers.h"
+#define RENO_SSTHRESH
+#define RENO_CONG_AVOID
+#define RENO_UNDO_CWND
+#include "reno_steps.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -276,30 +279,10 @@ void BPF_PROG(westwood_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 }
 
 /*
- * The kernel module's .ssthresh = tcp_reno_ssthresh: on entering recovery the window is
- * halved as Reno's; CA_EVENT_COMPLETE_CWR replaces it when recovery ends.
- */
-SEC("struct_ops/westwood_ssthresh")
-__u32 BPF_PROG(westwood_ssthresh, struct sock *sk)
-{
-	return sl_max(tcp_sk(sk)->snd_cwnd >> 1U, 2U);
-}
-
-/* .cong_avoid = tcp_reno_cong_avoid: sl_newreno's window growth, unchanged. */
-SEC("struct_ops/westwood_cong_avoid")
-void BPF_PROG(westwood_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
-{
-	sl_tcp_reno_cong_avoid(sk, acked);
-}
-
-/* .undo_cwnd = tcp_reno_undo_cwnd: a spurious reduction restores the window before it. */
-SEC("struct_ops/westwood_undo_cwnd")
-__u32 BPF_PROG(westwood_undo_cwnd, struct sock *sk)
-{
-	return sl_tcp_reno_undo_cwnd(sk);
-}
-
-/*
+ * The kernel module's .ssthresh, .cong_avoid and .undo_cwnd are tcp_reno's (reno_steps.h): on
+ * entering recovery the window is halved as Reno's, and CA_EVENT_COMPLETE_CWR replaces it when
+ * recovery ends; the window grows as sl_newreno's.
+ *
  * Kernel: the module also has .get_info (rtt and rtt_min in INET_DIAG_VEGASINFO, for
  * `ss -i`); the kernel refuses get_info in a BPF tcp_congestion_ops (unsupported_ops in
  * net/ipv4/bpf_tcp_ca.c), so sl_westwood reports only the common tcp_info.
@@ -307,9 +290,9 @@ __u32 BPF_PROG(westwood_undo_cwnd, struct sock *sk)
 SEC(".struct_ops")
 struct tcp_congestion_ops sl_westwood = {
 	.init		= (void *)westwood_init,
-	.ssthresh	= (void *)westwood_ssthresh,
-	.cong_avoid	= (void *)westwood_cong_avoid,
-	.undo_cwnd	= (void *)westwood_undo_cwnd,
+	.ssthresh	= (void *)reno_ssthresh,
+	.cong_avoid	= (void *)reno_cong_avoid,
+	.undo_cwnd	= (void *)reno_undo_cwnd,
 	.cwnd_event	= (void *)westwood_cwnd_event,
 	.in_ack_event	= (void *)westwood_in_ack_event,
 	.pkts_acked	= (void *)westwood_pkts_acked,

@@ -183,6 +183,27 @@ static int link_create(int fd, int target, int attach_type)
 	return syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 
+/*
+ * Links every program of the given type in obj to target (attach_type); dies naming the
+ * program and "<where><suffix>" when the kernel refuses one. Returns the last link's fd.
+ */
+static int attach_programs(struct bpf_object *obj, enum bpf_prog_type type, int target,
+			   int attach_type, const char *where, const char *suffix)
+{
+	struct bpf_program *prog;
+	int link = -1;
+
+	bpf_object__for_each_program(prog, obj) {
+		if (bpf_program__type(prog) != type)
+			continue;
+		link = link_create(bpf_program__fd(prog), target, attach_type);
+		if (link < 0)
+			die("attaching %s to %s%s: %s", bpf_program__name(prog), where, suffix,
+			    strerror(errno));
+	}
+	return link;
+}
+
 /* The kernel's id of a link (bpftool link show id N), or 0. */
 static unsigned int link_id(int fd)
 {
@@ -307,14 +328,8 @@ int main(int argc, char **argv)
 
 		if (!ifindex)
 			die("--tc-ingress: no interface %s in this network namespace", tc_dev);
-		bpf_object__for_each_program(prog, obj) {
-			if (bpf_program__type(prog) != BPF_PROG_TYPE_SCHED_CLS)
-				continue;
-			tc_link = link_create(bpf_program__fd(prog), ifindex, SL_BPF_TCX_INGRESS);
-			if (tc_link < 0)
-				die("attaching %s to %s ingress: %s", bpf_program__name(prog), tc_dev,
-				    strerror(errno));
-		}
+		tc_link = attach_programs(obj, BPF_PROG_TYPE_SCHED_CLS, ifindex, SL_BPF_TCX_INGRESS,
+					  tc_dev, " ingress");
 	}
 
 	if (cgroup) {
@@ -322,14 +337,8 @@ int main(int argc, char **argv)
 
 		if (cg < 0)
 			die("--cgroup: cannot open %s: %s", cgroup, strerror(errno));
-		bpf_object__for_each_program(prog, obj) {
-			if (bpf_program__type(prog) != BPF_PROG_TYPE_SOCK_OPS)
-				continue;
-			cg_link = link_create(bpf_program__fd(prog), cg, SL_BPF_CGROUP_SOCK_OPS);
-			if (cg_link < 0)
-				die("attaching %s to %s: %s", bpf_program__name(prog), cgroup,
-				    strerror(errno));
-		}
+		cg_link = attach_programs(obj, BPF_PROG_TYPE_SOCK_OPS, cg, SL_BPF_CGROUP_SOCK_OPS,
+					  cgroup, "");
 		close(cg);
 	}
 

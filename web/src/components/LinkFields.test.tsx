@@ -6,7 +6,7 @@ import { useState } from 'react';
 import { describe, expect, it } from 'vitest';
 import linkSchemaText from '../../../api/satlab/link_schema.json?raw';
 import type { JsonSchema } from '../lib/schema.ts';
-import { appendInText, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
+import { parseYaml, textEdits } from '../lib/yamlDoc.ts';
 import { LinkFields } from './LinkFields.tsx';
 import type { FormCtx } from './SchemaForm.tsx';
 
@@ -22,15 +22,7 @@ function Editor() {
     data: parseYaml(t).data,
     errors: {},
     readOnly: false,
-    set: (p, v) => {
-      setT((old) => setInText(old, p, v));
-    },
-    append: (p, v) => {
-      setT((old) => appendInText(old, p, v));
-    },
-    remove: (p) => {
-      setT((old) => removeInText(old, p));
-    },
+    ...textEdits(setT),
   };
   return (
     <>

@@ -6,6 +6,7 @@ import { useState } from 'react';
 
 import { api, ok, type Schemas } from '../api/client.ts';
 import { ErrorBox } from './bits.tsx';
+import { Table } from './Table.tsx';
 
 type ImportOut = Schemas['OpenSandImportOut'];
 
@@ -81,31 +82,18 @@ export function OpenSandImport({ onCreated }: { onCreated?: () => void }) {
           </p>
           <details open={result.not_mapped.length <= 20}>
             <summary>{result.not_mapped.length} OpenSAND settings not mapped</summary>
-            <div className="table-wrap">
-              <table className="table">
-                <caption className="visually-hidden">OpenSAND settings not mapped</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">File</th>
-                    <th scope="col">Setting</th>
-                    <th scope="col">Value</th>
-                    <th scope="col">Why</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {result.not_mapped.map((n) => (
-                    <tr key={`${n.file} ${n.setting}`}>
-                      <td>{n.file}</td>
-                      <td>
-                        <code>{n.setting}</code>
-                      </td>
-                      <td className="clip">{n.value}</td>
-                      <td>{n.reason}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table caption="OpenSAND settings not mapped" hideCaption columns={['File', 'Setting', 'Value', 'Why']}>
+              {result.not_mapped.map((n) => (
+                <tr key={`${n.file} ${n.setting}`}>
+                  <td>{n.file}</td>
+                  <td>
+                    <code>{n.setting}</code>
+                  </td>
+                  <td className="clip">{n.value}</td>
+                  <td>{n.reason}</td>
+                </tr>
+              ))}
+            </Table>
           </details>
         </div>
       ) : null}

@@ -29,54 +29,46 @@ function StatusBadge({ level, text }: { level: Level; text: string }) {
   );
 }
 
-function summarise(checked: Checked | null): { level: Level; text: string; rows: Row[] } {
+interface Summary {
+  level: Level;
+  text: string;
+  rows: Row[];
+}
+
+type Badge = Omit<Row, 'label'>;
+
+/** The panel's summary line over one badge for the service and one for its database. */
+function summary(level: Level, text: string, service: Badge, database: Badge): Summary {
+  return { level, text, rows: [{ label: 'Service', ...service }, { label: 'Database', ...database }] };
+}
+
+function summarise(checked: Checked | null): Summary {
   if (checked === null) {
-    return {
-      level: 'unknown',
-      text: 'Checking the service…',
-      rows: [
-        { label: 'Service', level: 'unknown', text: 'Checking…' },
-        { label: 'Database', level: 'unknown', text: 'Checking…' },
-      ],
-    };
+    const checking: Badge = { level: 'unknown', text: 'Checking…' };
+    return summary('unknown', 'Checking the service…', checking, checking);
   }
   const { result } = checked;
   switch (result.kind) {
     case 'ok':
-      return {
-        level: 'ok',
-        text: 'All systems operational.',
-        rows: [
-          { label: 'Service', level: 'ok', text: 'Running' },
-          { label: 'Database', level: 'ok', text: 'Connected' },
-        ],
-      };
+      return summary('ok', 'All systems operational.', { level: 'ok', text: 'Running' }, { level: 'ok', text: 'Connected' });
     case 'degraded': {
       const dbOk = result.report.database === 'ok';
-      return {
-        level: 'warn',
-        text: dbOk
+      return summary(
+        'warn',
+        dbOk
           ? `The service reports status “${result.report.status}”.`
           : 'The service is running but cannot reach its database.',
-        rows: [
-          { label: 'Service', level: 'warn', text: `Running (${result.report.status})` },
-          {
-            label: 'Database',
-            level: dbOk ? 'ok' : 'error',
-            text: dbOk ? 'Connected' : capitalise(result.report.database),
-          },
-        ],
-      };
+        { level: 'warn', text: `Running (${result.report.status})` },
+        { level: dbOk ? 'ok' : 'error', text: dbOk ? 'Connected' : capitalise(result.report.database) },
+      );
     }
     case 'unreachable':
-      return {
-        level: 'error',
-        text: 'Cannot reach the SatLab service.',
-        rows: [
-          { label: 'Service', level: 'error', text: 'Unreachable' },
-          { label: 'Database', level: 'unknown', text: 'Unknown' },
-        ],
-      };
+      return summary(
+        'error',
+        'Cannot reach the SatLab service.',
+        { level: 'error', text: 'Unreachable' },
+        { level: 'unknown', text: 'Unknown' },
+      );
   }
 }
 

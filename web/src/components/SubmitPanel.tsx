@@ -47,6 +47,24 @@ export function sweepOf(first: Dimension, second: Dimension): ExperimentIn['swee
 
 function SweepFields({ label, dim, onChange }: { label: string; dim: Dimension; onChange: (d: Dimension) => void }) {
   const id = useId();
+  /** The free-text part `key` of the dimension, labelled "<label>: <what>". */
+  const textField = (key: 'other' | 'values', what: string, placeholder: string, help?: string) => (
+    <div className="field">
+      <label htmlFor={`${id}-${key}`}>
+        {label}: {what}
+      </label>
+      <input
+        id={`${id}-${key}`}
+        type="text"
+        placeholder={placeholder}
+        value={dim[key]}
+        onChange={(e) => {
+          onChange({ ...dim, [key]: e.target.value });
+        }}
+      />
+      {help ? <span className="field-help">{help}</span> : null}
+    </div>
+  );
   return (
     <>
       <div className="field">
@@ -66,35 +84,8 @@ function SweepFields({ label, dim, onChange }: { label: string; dim: Dimension; 
         </select>
         <span className="field-help">{SWEEPS.find((s) => s.path === dim.choice)?.help}</span>
       </div>
-      {dim.choice === OTHER ? (
-        <div className="field">
-          <label htmlFor={`${id}-other`}>{label}: field</label>
-          <input
-            id={`${id}-other`}
-            type="text"
-            placeholder="hosts.settings.sack"
-            value={dim.other}
-            onChange={(e) => {
-              onChange({ ...dim, other: e.target.value });
-            }}
-          />
-        </div>
-      ) : null}
-      {dim.choice ? (
-        <div className="field">
-          <label htmlFor={`${id}-values`}>{label}: values</label>
-          <input
-            id={`${id}-values`}
-            type="text"
-            placeholder="1e-7, 1e-6, 1e-5"
-            value={dim.values}
-            onChange={(e) => {
-              onChange({ ...dim, values: e.target.value });
-            }}
-          />
-          <span className="field-help">comma-separated; true and false are booleans</span>
-        </div>
-      ) : null}
+      {dim.choice === OTHER ? textField('other', 'field', 'hosts.settings.sack') : null}
+      {dim.choice ? textField('values', 'values', '1e-7, 1e-6, 1e-5', 'comma-separated; true and false are booleans') : null}
     </>
   );
 }

@@ -7,7 +7,7 @@ import { api, ok, raw } from '../api/client.ts';
 import { fmtBps } from '../lib/format.ts';
 import { budgetOf, summarize, type PreviewOut } from '../lib/tracePreview.ts';
 import { getIn } from '../lib/yamlDoc.ts';
-import { ErrorBox } from './bits.tsx';
+import { ErrorBox, FileField } from './bits.tsx';
 import { TimeChart } from './TimeChart.tsx';
 import { WeatherForm } from './WeatherForm.tsx';
 
@@ -102,6 +102,13 @@ export function TracePanel({
     }
   }
 
+  /** Previews a trace picked or synthesised here, from `src` (said under the charts). */
+  const show = (t: string, src: string) => {
+    setText(t);
+    setSource(src);
+    setStatus(undefined);
+  };
+
   const imp = parsed && 'imp' in parsed ? parsed.imp : undefined;
   const sum = imp ? summarize(imp) : undefined;
   return (
@@ -115,31 +122,20 @@ export function TracePanel({
         Es/N0 − {budget.margin_db} dB margin (DVB-S2 Table 13); the useful rate is that MODCOD's data-field rate at{' '}
         {(budget.symbol_rate_baud / 1e6).toFixed(2)} Msym/s{budget.pilots ? ' with pilots' : ''}. (ACM feedback delay not shown.)
       </p>
-      <div className="form-row">
-        <label htmlFor="trace-file">Open a trace file</label>
-        <input
-          id="trace-file"
-          type="file"
-          accept=".txt,.csv,text/plain"
-          onChange={(e) => {
-            const f = e.target.files?.[0];
-            if (!f) return;
-            void f.text().then((t) => {
-              setText(t);
-              setSource(`${f.name} (local, not uploaded)`);
-              setStatus(undefined);
-            });
-          }}
-        />
-      </div>
+      <FileField
+        id="trace-file"
+        label="Open a trace file"
+        accept=".txt,.csv,text/plain"
+        onFile={(f) => {
+          void f.text().then((t) => {
+            show(t, `${f.name} (local, not uploaded)`);
+          });
+        }}
+      />
       <WeatherForm
         tickMs={budget.tick_ms}
         marginDb={budget.margin_db}
-        onTrace={(t, src) => {
-          setText(t);
-          setSource(src);
-          setStatus(undefined);
-        }}
+        onTrace={show}
       />
       {source ? <p className="muted">Showing {source}</p> : null}
       {status ? <p className="notice" role="status">{status}</p> : null}

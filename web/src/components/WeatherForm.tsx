@@ -4,7 +4,7 @@
 // which previews what ACM does with it and uploads it under the scenario's name.
 import { useState } from 'react';
 import { api, ok, type Schemas } from '../api/client.ts';
-import { ErrorBox } from './bits.tsx';
+import { ErrorBox, FileField } from './bits.tsx';
 
 type TraceOut = Schemas['TraceOut'];
 type SynthIn = Schemas['TraceSynthIn'];
@@ -120,18 +120,12 @@ export function WeatherForm({
           </button>
         </div>
       </form>
-      <div className="form-row">
-        <label htmlFor="wx-log">Modem log (CSV: time_s or time, esn0_db or modcod)</label>
-        <input
-          id="wx-log"
-          type="file"
-          accept=".csv,.txt,text/csv,text/plain"
-          onChange={(e) => {
-            const f = e.target.files?.[0];
-            if (f) void importLog(f);
-          }}
-        />
-      </div>
+      <FileField
+        id="wx-log"
+        label="Modem log (CSV: time_s or time, esn0_db or modcod)"
+        accept=".csv,.txt,text/csv,text/plain"
+        onFile={(f) => void importLog(f)}
+      />
       <ErrorBox error={error} title="Weather" />
       {note ? <p className="notice" role="status">{note}</p> : null}
       {stats ? (

@@ -31,3 +31,21 @@ export function PageHead({ title, children }: { title: ReactNode; children?: Rea
     </div>
   );
 }
+
+/** A labelled file input on its own form row; `onFile` gets the file picked (a cancelled choice is ignored). */
+export function FileField({ id, label, accept, onFile }: { id: string; label: ReactNode; accept: string; onFile: (f: File) => void }) {
+  return (
+    <div className="form-row">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        type="file"
+        accept={accept}
+        onChange={(e) => {
+          const f = e.target.files?.[0];
+          if (f) onFile(f);
+        }}
+      />
+    </div>
+  );
+}

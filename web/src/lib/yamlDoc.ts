@@ -182,6 +182,24 @@ export function removeInText(text: string, path: Path): string {
   return setInText(text, path, undefined);
 }
 
+/**
+ * The form's three edits (FormCtx set, append and remove) on the YAML text that `update` holds:
+ * `update` takes a change of the text (a React state setter, or the editor's edit()).
+ */
+export function textEdits(update: (change: (text: string) => string) => void) {
+  return {
+    set: (path: Path, value: unknown) => {
+      update((t) => setInText(t, path, value));
+    },
+    append: (path: Path, value: unknown) => {
+      update((t) => appendInText(t, path, value));
+    },
+    remove: (path: Path) => {
+      update((t) => removeInText(t, path));
+    },
+  };
+}
+
 export function isMapAt(text: string, path: Path): boolean {
   return isMap(parseDocument(text).getIn(path, true));
 }

@@ -1,20 +1,20 @@
 // One experiment: live progress and link charts over SSE while it runs; then the comparison
 // (metric vs sweep per configuration with 95% bands, ratios against a baseline with Fieller
 // intervals, fairness) with CSV/SVG/PNG exports, and the scenario's expectations with their verdicts.
-import { useEffect, useMemo, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { api, canSubmit, ok, raw, type Comparison, type RunOut } from '../api/client.ts';
-import { METRICS, type Metric, type RunEvent } from '../api/types.ts';
+import { METRICS, type Metric } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { CompareChart } from '../components/CompareChart.tsx';
 import { ExpectationsTable } from '../components/ExpectationsTable.tsx';
-import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
-import { TimeChart } from '../components/TimeChart.tsx';
+import { LiveLinkCharts, LiveTcpNow } from '../components/LiveTcp.tsx';
+import { num, Table } from '../components/Table.tsx';
 import { download } from '../lib/csv.ts';
 import { fmtBps, fmtDuration, fmtMetric, fmtNum, fmtSweep, fmtWhen, METRIC_LABELS } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
-import { followSse } from '../lib/sse.ts';
 import { useAsync } from '../lib/useAsync.ts';
+import { useRunEvents } from '../lib/useRunEvents.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -72,35 +72,24 @@ export function ExperimentView({ id }: { id: number }) {
   const ended = exp.data ? TERMINAL.includes(exp.data.state) : false;
   const reload = exp.reload;
 
-  useEffect(() => {
-    const ctl = new AbortController();
-    void followSse({
-      url: `/api/experiments/${id}/events`,
-      token,
-      signal: ctl.signal,
-      onMessage: (m) => {
-        if (m.event !== 'run') return;
-        const ev = JSON.parse(m.data) as RunEvent;
-        setLive((prev) => {
-          const cur = prev[ev.run_id] ?? { state: '', progress: 0, message: '', live: emptyLive() };
-          if (cur.state !== ev.state) setTimeout(reload, 0);
-          return { ...prev, [ev.run_id]: { state: ev.state, progress: ev.progress, message: ev.message, live: addLiveEvent(cur.live, ev) } };
-        });
-        if (ev.state === 'running') setLastRun(ev.run_id);
-        setStreamNote(undefined);
-      },
-      onEnd: () => {
-        setStreamNote('The experiment has ended.');
-        reload();
-      },
-      onError: () => {
-        setStreamNote('Live stream interrupted; reconnecting…');
-      },
-    });
-    return () => {
-      ctl.abort();
-    };
-  }, [id, token, reload]);
+  useRunEvents(`/api/experiments/${id}/events`, token, {
+    onRun: (ev) => {
+      setLive((prev) => {
+        const cur = prev[ev.run_id] ?? { state: '', progress: 0, message: '', live: emptyLive() };
+        if (cur.state !== ev.state) setTimeout(reload, 0);
+        return { ...prev, [ev.run_id]: { state: ev.state, progress: ev.progress, message: ev.message, live: addLiveEvent(cur.live, ev) } };
+      });
+      if (ev.state === 'running') setLastRun(ev.run_id);
+      setStreamNote(undefined);
+    },
+    onEnd: () => {
+      setStreamNote('The experiment has ended.');
+      reload();
+    },
+    onError: () => {
+      setStreamNote('Live stream interrupted; reconnecting…');
+    },
+  });
 
   const runs: RunOut[] = exp.data?.runs ?? [];
   const succeeded = runs.filter((r) => r.state === 'succeeded').length;
@@ -144,9 +133,7 @@ export function ExperimentView({ id }: { id: number }) {
 
   const liveCharts = useMemo(() => {
     if (!watchedLive || watchedLive.samples.length === 0) return null;
-    const s = watchedLive.samples;
-    const xs = s.map((x) => x.t);
-    return { xs, s };
+    return { live: watchedLive, s: watchedLive.samples };
   }, [watchedLive]);
 
   return (
@@ -178,44 +165,40 @@ export function ExperimentView({ id }: { id: number }) {
             </span>
           </p>
           {streamNote ? <p className="muted" role="status">{streamNote}</p> : null}
-          <div className="table-wrap">
-            <table className="table">
-              <caption className="visually-hidden">Runs</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Run</th>
-                  <th scope="col">Configuration</th>
-                  {dims.length ? <th scope="col">{paths.join(', ')}</th> : null}
-                  <th scope="col">Rep.</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Progress</th>
-                  <th scope="col" className="num">Goodput</th>
-                  <th scope="col" className="num">Retrans.</th>
+          <Table
+            caption="Runs"
+            hideCaption
+            columns={[
+              'Run',
+              'Configuration',
+              dims.length ? paths.join(', ') : null,
+              'Rep.',
+              'State',
+              'Progress',
+              num('Goodput'),
+              num('Retrans.'),
+            ]}
+          >
+            {runs.map((r) => {
+              const l = live[r.id];
+              const state = TERMINAL.includes(r.state) ? r.state : (l?.state ?? r.state);
+              return (
+                <tr key={r.id}>
+                  <td><a href={`#/runs/${r.id}`}>#{r.id}</a></td>
+                  <th scope="row">{r.configuration}</th>
+                  {dims.length ? <td>{fmtSweep(r.sweep_value, paths)}</td> : null}
+                  <td>{r.repetition}</td>
+                  <td><StateBadge state={state} />{r.error ? <span className="field-error"> {r.error}</span> : null}</td>
+                  <td>
+                    <Progress value={state === 'succeeded' ? 1 : (l?.progress ?? r.progress)} label={`run ${r.id} progress`} />{' '}
+                    <span className="muted">{state === 'running' ? l?.message : ''}</span>
+                  </td>
+                  <td className="num">{fmtBps(r.summary?.goodput_bps)}</td>
+                  <td className="num">{fmtNum(r.summary?.retransmissions)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {runs.map((r) => {
-                  const l = live[r.id];
-                  const state = TERMINAL.includes(r.state) ? r.state : (l?.state ?? r.state);
-                  return (
-                    <tr key={r.id}>
-                      <td><a href={`#/runs/${r.id}`}>#{r.id}</a></td>
-                      <th scope="row">{r.configuration}</th>
-                      {dims.length ? <td>{fmtSweep(r.sweep_value, paths)}</td> : null}
-                      <td>{r.repetition}</td>
-                      <td><StateBadge state={state} />{r.error ? <span className="field-error"> {r.error}</span> : null}</td>
-                      <td>
-                        <Progress value={state === 'succeeded' ? 1 : (l?.progress ?? r.progress)} label={`run ${r.id} progress`} />{' '}
-                        <span className="muted">{state === 'running' ? l?.message : ''}</span>
-                      </td>
-                      <td className="num">{fmtBps(r.summary?.goodput_bps)}</td>
-                      <td className="num">{fmtNum(r.summary?.retransmissions)}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </Table>
         </section>
       ) : null}
       {!ended && exp.data ? (
@@ -230,43 +213,12 @@ export function ExperimentView({ id }: { id: number }) {
                 heartbeat). Throughput is what the link delivered between two samples.{' '}
                 {watchedRun ? <a href={`#/runs/${watchedRun.id}`}>Open the run for live control →</a> : null}
               </p>
-              <div className="grid2">
-                <TimeChart
-                  title="Throughput"
-                  name={`run-${watched ?? 0}-live-throughput`}
-                  xLabel="time since first sample (s)"
-                  yLabel="Mbit/s"
-                  xs={liveCharts.xs}
-                  series={[
-                    { label: 'delivered (Mbit/s)', values: liveCharts.s.map((x) => (x.throughputBps === null ? null : x.throughputBps / 1e6)) },
-                    { label: 'useful rate (Mbit/s)', values: liveCharts.s.map((x) => x.usefulRateBps / 1e6) },
-                  ]}
-                  height={180}
-                />
-                <TimeChart
-                  title="MODCOD and Es/N0"
-                  name={`run-${watched ?? 0}-live-modcod`}
-                  xLabel="time since first sample (s)"
-                  yLabel="Es/N0 (dB)"
-                  yRightLabel="MODCOD"
-                  xs={liveCharts.xs}
-                  series={[
-                    { label: 'Es/N0 (dB)', values: liveCharts.s.map((x) => x.esn0Db) },
-                    { label: 'MODCOD', values: liveCharts.s.map((x) => x.modcod), right: true, stepped: true },
-                  ]}
-                  height={180}
-                />
-                <TimeChart
-                  title="Queue depth"
-                  name={`run-${watched ?? 0}-live-queue`}
-                  xLabel="time since first sample (s)"
-                  yLabel="packets"
-                  xs={liveCharts.xs}
-                  series={[{ label: 'queue (packets)', values: liveCharts.s.map((x) => x.queuePackets) }]}
-                  height={180}
-                />
-                <LiveCwndChart live={watchedLive ?? emptyLive()} name={`run-${watched ?? 0}-live-cwnd`} xLabel="time since first sample (s)" />
-              </div>
+              <LiveLinkCharts
+                live={liveCharts.live}
+                name={`run-${watched ?? 0}-live`}
+                xLabel="time since first sample (s)"
+                esn0Label="Es/N0 (dB)"
+              />
               <div className="note-box">
                 <p data-testid="live-now">
                   Now: MODCOD {String(liveCharts.s[liveCharts.s.length - 1]?.modcod ?? '—')}, Es/N0{' '}
@@ -316,49 +268,47 @@ export function ExperimentView({ id }: { id: number }) {
 function RatioTable({ cmp, metric, paths }: { cmp: Comparison; metric: Metric; paths: string[] }) {
   const sweep = cmp.points.some((p) => p.sweep_value !== null);
   return (
-    <div className="table-wrap">
-      <table className="table" data-testid="ratio-table">
-        <caption>
+    <Table
+      caption={
+        <>
           {METRIC_LABELS[metric]} against the baseline <strong>{cmp.baseline}</strong> (ratio of means, 95% Fieller interval; difference with a Welch interval)
-        </caption>
-        <thead>
-          <tr>
-            {sweep ? <th scope="col">Sweep value</th> : null}
-            <th scope="col">Configuration</th>
-            <th scope="col" className="num">Mean ± 95%</th>
-            <th scope="col" className="num">n</th>
-            <th scope="col" className="num">Ratio</th>
-            <th scope="col" className="num">95% interval</th>
-            <th scope="col" className="num">Difference</th>
-          </tr>
-        </thead>
-        <tbody>
-          {cmp.points.flatMap((p) =>
-            p.configurations.map((c) => {
-              const m = c.metrics[metric];
-              const verdict = m?.low !== null && m?.low !== undefined && m.high !== null ? (m.low > 1 ? 'better' : m.high < 1 ? 'worse' : 'same') : undefined;
-              return (
-                <tr key={`${String(p.sweep_value)}-${c.configuration}`} className={c.configuration === cmp.baseline ? 'row--base' : undefined}>
-                  {sweep ? <td>{fmtSweep(p.sweep_value, paths)}</td> : null}
-                  <th scope="row">{c.configuration}{c.configuration === cmp.baseline ? ' (baseline)' : ''}</th>
-                  <td className="num" data-testid={`mean-${c.configuration}`}>
-                    {fmtMetric(metric, m?.mean)}
-                    {m?.half_width !== null && m?.half_width !== undefined ? ` ± ${fmtMetric(metric, m.half_width)}` : ''}
-                  </td>
-                  <td className="num">{m?.n ?? 0}</td>
-                  <td className="num" data-testid={`ratio-${c.configuration}`}>{m?.ratio !== null && m?.ratio !== undefined ? m.ratio.toFixed(3) : '—'}</td>
-                  <td className="num">
-                    {m?.low !== null && m?.low !== undefined && m.high !== null ? `${m.low.toFixed(3)} – ${m.high.toFixed(3)}` : <span className="muted" title="needs ≥ 2 repetitions on both sides">n/a</span>}
-                    {verdict ? <span className={`verdict verdict--${verdict}`}> {verdict}</span> : null}
-                  </td>
-                  <td className="num">{fmtMetric(metric, m?.difference.difference)}</td>
-                </tr>
-              );
-            }),
-          )}
-        </tbody>
-      </table>
-    </div>
+        </>
+      }
+      testId="ratio-table"
+      columns={[
+        sweep ? 'Sweep value' : null,
+        'Configuration',
+        num('Mean ± 95%'),
+        num('n'),
+        num('Ratio'),
+        num('95% interval'),
+        num('Difference'),
+      ]}
+    >
+      {cmp.points.flatMap((p) =>
+        p.configurations.map((c) => {
+          const m = c.metrics[metric];
+          const verdict = m?.low !== null && m?.low !== undefined && m.high !== null ? (m.low > 1 ? 'better' : m.high < 1 ? 'worse' : 'same') : undefined;
+          return (
+            <tr key={`${String(p.sweep_value)}-${c.configuration}`} className={c.configuration === cmp.baseline ? 'row--base' : undefined}>
+              {sweep ? <td>{fmtSweep(p.sweep_value, paths)}</td> : null}
+              <th scope="row">{c.configuration}{c.configuration === cmp.baseline ? ' (baseline)' : ''}</th>
+              <td className="num" data-testid={`mean-${c.configuration}`}>
+                {fmtMetric(metric, m?.mean)}
+                {m?.half_width !== null && m?.half_width !== undefined ? ` ± ${fmtMetric(metric, m.half_width)}` : ''}
+              </td>
+              <td className="num">{m?.n ?? 0}</td>
+              <td className="num" data-testid={`ratio-${c.configuration}`}>{m?.ratio !== null && m?.ratio !== undefined ? m.ratio.toFixed(3) : '—'}</td>
+              <td className="num">
+                {m?.low !== null && m?.low !== undefined && m.high !== null ? `${m.low.toFixed(3)} – ${m.high.toFixed(3)}` : <span className="muted" title="needs ≥ 2 repetitions on both sides">n/a</span>}
+                {verdict ? <span className={`verdict verdict--${verdict}`}> {verdict}</span> : null}
+              </td>
+              <td className="num">{fmtMetric(metric, m?.difference.difference)}</td>
+            </tr>
+          );
+        }),
+      )}
+    </Table>
   );
 }
 

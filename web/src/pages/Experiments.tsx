@@ -1,5 +1,6 @@
 import { api, ok } from '../api/client.ts';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
+import { num, Table } from '../components/Table.tsx';
 import { fmtDuration, fmtWhen } from '../lib/format.ts';
 import { useAsync } from '../lib/useAsync.ts';
 
@@ -12,42 +13,30 @@ export function ExperimentsPage() {
       <ErrorBox error={list.error} title="Cannot list experiments" />
       {list.data && !items.length ? <p className="muted">No experiment yet. Submit one from a scenario.</p> : null}
       {items.length ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Experiments, newest first (refreshes every 3 s)</caption>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Scenario</th>
-                <th scope="col">State</th>
-                <th scope="col">Runs</th>
-                <th scope="col">Configurations</th>
-                <th scope="col" className="num">Estimate</th>
-                <th scope="col">Submitted</th>
+        <Table
+          caption="Experiments, newest first (refreshes every 3 s)"
+          hideCaption
+          columns={['#', 'Scenario', 'State', 'Runs', 'Configurations', num('Estimate'), 'Submitted']}
+        >
+          {items.map((e) => {
+            const total = Object.values(e.runs_by_state).reduce((a, b) => a + b, 0);
+            const finished = total - (e.runs_by_state.queued ?? 0) - (e.runs_by_state.running ?? 0);
+            return (
+              <tr key={e.id}>
+                <td><a href={`#/experiments/${e.id}`}>#{e.id}</a></td>
+                <th scope="row"><a href={`#/experiments/${e.id}`}>{e.scenario_name}</a></th>
+                <td><StateBadge state={e.state} /></td>
+                <td>
+                  {finished}/{total} <Progress value={total ? finished / total : 0} label={`experiment ${e.id} progress`} />
+                  <span className="muted"> {Object.entries(e.runs_by_state).map(([s, n]) => `${n} ${s}`).join(', ')}</span>
+                </td>
+                <td>{(e.matrix.configurations as string[] | undefined)?.join(', ')}</td>
+                <td className="num">{fmtDuration(e.estimate_s)}</td>
+                <td>{fmtWhen(e.created_at)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {items.map((e) => {
-                const total = Object.values(e.runs_by_state).reduce((a, b) => a + b, 0);
-                const finished = total - (e.runs_by_state.queued ?? 0) - (e.runs_by_state.running ?? 0);
-                return (
-                  <tr key={e.id}>
-                    <td><a href={`#/experiments/${e.id}`}>#{e.id}</a></td>
-                    <th scope="row"><a href={`#/experiments/${e.id}`}>{e.scenario_name}</a></th>
-                    <td><StateBadge state={e.state} /></td>
-                    <td>
-                      {finished}/{total} <Progress value={total ? finished / total : 0} label={`experiment ${e.id} progress`} />
-                      <span className="muted"> {Object.entries(e.runs_by_state).map(([s, n]) => `${n} ${s}`).join(', ')}</span>
-                    </td>
-                    <td>{(e.matrix.configurations as string[] | undefined)?.join(', ')}</td>
-                    <td className="num">{fmtDuration(e.estimate_s)}</td>
-                    <td>{fmtWhen(e.created_at)}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       ) : null}
     </div>
   );

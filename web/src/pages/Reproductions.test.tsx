@@ -51,6 +51,15 @@ function who(role: string): Who {
   return { id: 1, name: 'me', role, scope: null, rate_limit_per_min: 600 };
 }
 
+/** The page as a user of `role` sees it. */
+function renderPage(role: string) {
+  render(
+    <AuthContext.Provider value={{ who: who(role), token: 't', signOut: () => undefined }}>
+      <ReproductionsPage />
+    </AuthContext.Provider>,
+  );
+}
+
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 }
@@ -103,11 +112,7 @@ describe('ReproductionsPage', () => {
       }),
     );
     fetchMock.mockResolvedValue(json(200, REPORT));
-    render(
-      <AuthContext.Provider value={{ who: who('submitter'), token: 't', signOut: () => undefined }}>
-        <ReproductionsPage />
-      </AuthContext.Provider>,
-    );
+    renderPage('submitter');
     expect(await screen.findByText('No reproduction has run yet.')).toBeInTheDocument();
     await userEvent.click(screen.getByRole('button', { name: 'Start the CI subset' }));
     expect(await screen.findByRole('status')).toHaveTextContent('Commit abc123: 1 experiments (1 new, 0 submitted before).');
@@ -120,11 +125,7 @@ describe('ReproductionsPage', () => {
 
   it('offers no start button to a viewer', async () => {
     fetchMock.mockResolvedValue(json(200, REPORT));
-    render(
-      <AuthContext.Provider value={{ who: who('viewer'), token: 't', signOut: () => undefined }}>
-        <ReproductionsPage />
-      </AuthContext.Provider>,
-    );
+    renderPage('viewer');
     expect(await screen.findByText('beten-high-ber')).toBeInTheDocument();
     expect(screen.queryByRole('button', { name: 'Start the CI subset' })).toBeNull();
   });

@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { api, ApiError, ok, type Schemas } from '../api/client.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
+import { num, Table } from '../components/Table.tsx';
 import { fmtWhen } from '../lib/format.ts';
 import { useAsync } from '../lib/useAsync.ts';
 
@@ -73,56 +74,44 @@ export function ReportView({ report }: { report: Report }) {
           </li>
         ))}
       </ul>
-      <div className="table-wrap">
-        <table className="table">
-          <caption className="visually-hidden">Claims of the source papers and their verdicts</caption>
-          <thead>
-            <tr>
-              <th scope="col">Claim</th>
-              <th scope="col">Source</th>
-              <th scope="col" className="num">Measured [95% CI]</th>
-              <th scope="col" className="num">Band</th>
-              <th scope="col">Measured vs band</th>
-              <th scope="col">Verdict</th>
-              <th scope="col">Experiment</th>
+      <Table
+        caption="Claims of the source papers and their verdicts"
+        hideCaption
+        columns={['Claim', 'Source', num('Measured [95% CI]'), num('Band'), 'Measured vs band', 'Verdict', 'Experiment']}
+      >
+        {report.claims.map((c) => {
+          const v = verdictOf(c.verdict);
+          return (
+            <tr key={`${c.scenario}/${c.id}`}>
+              <th scope="row" title={c.linux_note ?? undefined}>
+                {c.id}
+                <div className="muted">{c.statement}</div>
+              </th>
+              <td>{[c.source, c.section, c.figure].filter(Boolean).join(', ')}</td>
+              <td className="num">
+                {fmt(c.mean)}
+                {c.ci ? ` [${fmt(c.ci[0])}, ${fmt(c.ci[1])}]` : ''}
+                <div className="muted">n = {c.n ?? 0}</div>
+              </td>
+              <td className="num">{c.band ? `[${c.band.map(fmt).join(', ')}]` : '–'}</td>
+              <td>
+                <ClaimChart claim={c} />
+              </td>
+              <td>
+                <span className="verdict" style={{ color: v.colour, background: v.bg, padding: '0 0.4rem', borderRadius: 4 }}>
+                  {v.label}
+                </span>
+              </td>
+              <td>
+                {c.experiment_id !== null ? <a href={`#/experiments/${c.experiment_id}`}>#{c.experiment_id}</a> : c.results_dir}
+                <div className="muted">
+                  {c.scenario} ({c.subset})
+                </div>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {report.claims.map((c) => {
-              const v = verdictOf(c.verdict);
-              return (
-                <tr key={`${c.scenario}/${c.id}`}>
-                  <th scope="row" title={c.linux_note ?? undefined}>
-                    {c.id}
-                    <div className="muted">{c.statement}</div>
-                  </th>
-                  <td>{[c.source, c.section, c.figure].filter(Boolean).join(', ')}</td>
-                  <td className="num">
-                    {fmt(c.mean)}
-                    {c.ci ? ` [${fmt(c.ci[0])}, ${fmt(c.ci[1])}]` : ''}
-                    <div className="muted">n = {c.n ?? 0}</div>
-                  </td>
-                  <td className="num">{c.band ? `[${c.band.map(fmt).join(', ')}]` : '–'}</td>
-                  <td>
-                    <ClaimChart claim={c} />
-                  </td>
-                  <td>
-                    <span className="verdict" style={{ color: v.colour, background: v.bg, padding: '0 0.4rem', borderRadius: 4 }}>
-                      {v.label}
-                    </span>
-                  </td>
-                  <td>
-                    {c.experiment_id !== null ? <a href={`#/experiments/${c.experiment_id}`}>#{c.experiment_id}</a> : c.results_dir}
-                    <div className="muted">
-                      {c.scenario} ({c.subset})
-                    </div>
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+          );
+        })}
+      </Table>
     </>
   );
 }

@@ -1,18 +1,19 @@
 // One run: state, headline metrics, its time series (downsampled by the API to min/max/mean per
 // bucket; zooming refetches the visible range at full detail), losses by cause, and live control
 // of the emulator while it runs.
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useMemo, useState } from 'react';
 import { api, ApiError, canSubmit, ok, rawJson, type SeriesBuckets, type SeriesInfo } from '../api/client.ts';
 import type { RunDocument, RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
-import { LiveCwndChart, LiveTcpNow } from '../components/LiveTcp.tsx';
+import { LiveLinkCharts, LiveTcpNow } from '../components/LiveTcp.tsx';
+import { num, Table } from '../components/Table.tsx';
 import { TimeChart, type ChartSeries } from '../components/TimeChart.tsx';
 import { fmtBps, fmtDuration, fmtNum, fmtSweep } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
-import { followSse } from '../lib/sse.ts';
 import { chartDefs, type ChartDef } from '../lib/runCharts.ts';
 import { useAsync } from '../lib/useAsync.ts';
+import { useRunEvents } from '../lib/useRunEvents.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 const MAX_BUCKETS = 2000;
@@ -109,29 +110,16 @@ function Losses({ doc }: { doc: RunDocument }) {
   ];
   const max = Math.max(1, ...rows.map((r) => r[1]));
   return (
-    <div className="table-wrap">
-      <table className="table" data-testid="losses">
-        <caption>Losses by cause</caption>
-        <thead>
-          <tr>
-            <th scope="col">Cause</th>
-            <th scope="col" className="num">Count</th>
-            <th scope="col">Share</th>
-            <th scope="col">Meaning</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map(([k, v, why]) => (
-            <tr key={k}>
-              <th scope="row">{k}</th>
-              <td className="num">{v}</td>
-              <td><span className="hbar" style={{ width: `${(100 * v) / max}%` }} /></td>
-              <td className="muted">{why}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table caption="Losses by cause" testId="losses" columns={['Cause', num('Count'), 'Share', 'Meaning']}>
+      {rows.map(([k, v, why]) => (
+        <tr key={k}>
+          <th scope="row">{k}</th>
+          <td className="num">{v}</td>
+          <td><span className="hbar" style={{ width: `${(100 * v) / max}%` }} /></td>
+          <td className="muted">{why}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -190,31 +178,19 @@ export function RunView({ id }: { id: number }) {
   const [now, setNow] = useState<RunEvent>();
   const reload = run.reload;
 
-  useEffect(() => {
-    const ctl = new AbortController();
-    void followSse({
-      url: `/api/runs/${id}/events`,
-      token,
-      signal: ctl.signal,
-      onMessage: (m) => {
-        if (m.event !== 'run') return;
-        const ev = JSON.parse(m.data) as RunEvent;
-        setNow((prev) => {
-          if (prev?.state !== ev.state) setTimeout(reload, 0);
-          return ev;
-        });
-        setLive((s) => addLiveEvent(s, ev));
-      },
-      onEnd: reload,
-    });
-    return () => {
-      ctl.abort();
-    };
-  }, [id, token, reload]);
+  useRunEvents(`/api/runs/${id}/events`, token, {
+    onRun: (ev) => {
+      setNow((prev) => {
+        if (prev?.state !== ev.state) setTimeout(reload, 0);
+        return ev;
+      });
+      setLive((s) => addLiveEvent(s, ev));
+    },
+    onEnd: reload,
+  });
 
   const defs = useMemo(() => chartDefs(series.data ?? []), [series.data]);
   const r = run.data;
-  const xs = live.samples.map((s) => s.t);
   return (
     <div className="stack">
       <PageHead
@@ -246,20 +222,7 @@ export function RunView({ id }: { id: number }) {
       {!ended && live.samples.length > 0 ? (
         <section className="card">
           <h3>Live link</h3>
-          <div className="grid2">
-            <TimeChart title="Throughput (live)" name={`run-${id}-live-throughput`} yLabel="Mbit/s" xs={xs} series={[
-              { label: 'delivered (Mbit/s)', values: live.samples.map((s) => (s.throughputBps === null ? null : s.throughputBps / 1e6)) },
-              { label: 'useful rate (Mbit/s)', values: live.samples.map((s) => s.usefulRateBps / 1e6) },
-            ]} height={180} />
-            <TimeChart title="MODCOD and Es/N0 (live)" name={`run-${id}-live-modcod`} yLabel="dB" yRightLabel="MODCOD" xs={xs} series={[
-              { label: 'Es/N0 (dB)', values: live.samples.map((s) => s.esn0Db) },
-              { label: 'MODCOD', values: live.samples.map((s) => s.modcod), right: true, stepped: true },
-            ]} height={180} />
-            <TimeChart title="Queue depth (live)" name={`run-${id}-live-queue`} yLabel="packets" xs={xs} series={[
-              { label: 'queue (packets)', values: live.samples.map((s) => s.queuePackets) },
-            ]} height={180} />
-            <LiveCwndChart live={live} name={`run-${id}-live-cwnd`} />
-          </div>
+          <LiveLinkCharts live={live} name={`run-${id}-live`} titleSuffix=" (live)" />
           <LiveTcpNow live={live} />
         </section>
       ) : null}

@@ -16,7 +16,7 @@ import { navigate, useRoute } from '../lib/router.ts';
 import { groupErrors, schemaAt, type JsonSchema } from '../lib/schema.ts';
 import { useAsync } from '../lib/useAsync.ts';
 import { configurationToAdd, describeHostSettings, planHostSettings, type HostSettingConflict } from '../lib/schemes.ts';
-import { appendInText, getIn, parseYaml, removeInText, setInText } from '../lib/yamlDoc.ts';
+import { appendInText, getIn, parseYaml, setInText, textEdits } from '../lib/yamlDoc.ts';
 import quickstartFade from '../templates/quickstart-fade.txt?raw';
 import quickstart from '../templates/quickstart.yaml?raw';
 
@@ -112,15 +112,7 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
           data: parsed.data,
           errors,
           readOnly,
-          set: (p, v) => {
-            edit((t) => setInText(t, p, v));
-          },
-          append: (p, v) => {
-            edit((t) => appendInText(t, p, v));
-          },
-          remove: (p) => {
-            edit((t) => removeInText(t, p));
-          },
+          ...textEdits(edit),
         }
       : undefined;
 

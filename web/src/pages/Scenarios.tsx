@@ -2,6 +2,7 @@ import { api, canSubmit, ok } from '../api/client.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
 import { OpenSandImport } from '../components/OpenSandImport.tsx';
+import { num, Table } from '../components/Table.tsx';
 import { fmtDuration, fmtWhen } from '../lib/format.ts';
 import { useAsync } from '../lib/useAsync.ts';
 
@@ -22,36 +23,25 @@ export function ScenariosPage() {
       {canSubmit(who) ? <OpenSandImport onCreated={list.reload} /> : null}
       {list.data?.items.length === 0 ? <p className="muted">No scenario yet.</p> : null}
       {list.data?.items.length ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Scenarios</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Description</th>
-                <th scope="col">Configurations</th>
-                <th scope="col" className="num">Run length</th>
-                <th scope="col" className="num">Revisions</th>
-                <th scope="col">Created</th>
+        <Table
+          caption="Scenarios"
+          hideCaption
+          columns={['Name', 'Description', 'Configurations', num('Run length'), num('Revisions'), 'Created']}
+        >
+          {list.data.items.map((s) => {
+            const spec = (s.latest?.spec ?? {}) as { description?: string; duration_s?: number; configurations?: { name: string }[] };
+            return (
+              <tr key={s.id}>
+                <th scope="row"><a href={`#/scenarios/${s.id}`}>{s.name}</a></th>
+                <td className="clip">{spec.description}</td>
+                <td>{spec.configurations?.map((c) => c.name).join(', ')}</td>
+                <td className="num">{fmtDuration(spec.duration_s)}</td>
+                <td className="num">{s.revisions}</td>
+                <td>{fmtWhen(s.created_at)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.items.map((s) => {
-                const spec = (s.latest?.spec ?? {}) as { description?: string; duration_s?: number; configurations?: { name: string }[] };
-                return (
-                  <tr key={s.id}>
-                    <th scope="row"><a href={`#/scenarios/${s.id}`}>{s.name}</a></th>
-                    <td className="clip">{spec.description}</td>
-                    <td>{spec.configurations?.map((c) => c.name).join(', ')}</td>
-                    <td className="num">{fmtDuration(spec.duration_s)}</td>
-                    <td className="num">{s.revisions}</td>
-                    <td>{fmtWhen(s.created_at)}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       ) : null}
     </div>
   );

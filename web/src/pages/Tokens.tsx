@@ -4,6 +4,7 @@ import { useId, useState } from 'react';
 import { api, ApiError, ok } from '../api/client.ts';
 import { useAuth } from '../auth.tsx';
 import { ErrorBox, PageHead } from '../components/bits.tsx';
+import { Table } from '../components/Table.tsx';
 import { fmtWhen } from '../lib/format.ts';
 import { tokenBody, tokenState, type TokenForm, type TokenOut } from '../lib/tokens.ts';
 import { useAsync } from '../lib/useAsync.ts';
@@ -149,42 +150,38 @@ export function TokensPage() {
       <CreateToken onCreated={list.reload} />
       <ErrorBox error={list.error} title="Cannot list tokens" />
       {list.data ? (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Tokens</caption>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-                <th scope="col"><span className="visually-hidden">Actions</span></th>
+        <Table
+          caption="Tokens"
+          hideCaption
+          columns={[
+            '#',
+            'Name',
+            'Role',
+            'Scope',
+            'Created',
+            'Expires',
+            'Last used',
+            'State',
+            { label: <span className="visually-hidden">Actions</span> },
+          ]}
+        >
+          {list.data.map((t) => {
+            const state = tokenState(t);
+            return (
+              <tr key={t.id} data-testid={`token-${String(t.id)}`}>
+                <td>{t.id}</td>
+                <th scope="row">{t.name}{t.id === who.id ? <span className="muted"> (you)</span> : null}</th>
+                <td><span className={`role role--${t.role}`}>{t.role}</span></td>
+                <td>{t.scope?.join(', ') ?? 'all'}</td>
+                <td>{fmtWhen(t.created_at)}</td>
+                <td>{t.expires_at ? fmtWhen(t.expires_at) : 'never'}</td>
+                <td>{t.last_used_at ? fmtWhen(t.last_used_at) : '—'}</td>
+                <td><span className={`state state--${state === 'active' ? 'succeeded' : 'failed'}`}>{state}</span></td>
+                <td>{state === 'active' && t.id !== who.id ? <RevokeButton t={t} onDone={list.reload} /> : null}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.map((t) => {
-                const state = tokenState(t);
-                return (
-                  <tr key={t.id} data-testid={`token-${String(t.id)}`}>
-                    <td>{t.id}</td>
-                    <th scope="row">{t.name}{t.id === who.id ? <span className="muted"> (you)</span> : null}</th>
-                    <td><span className={`role role--${t.role}`}>{t.role}</span></td>
-                    <td>{t.scope?.join(', ') ?? 'all'}</td>
-                    <td>{fmtWhen(t.created_at)}</td>
-                    <td>{t.expires_at ? fmtWhen(t.expires_at) : 'never'}</td>
-                    <td>{t.last_used_at ? fmtWhen(t.last_used_at) : '—'}</td>
-                    <td><span className={`state state--${state === 'active' ? 'succeeded' : 'failed'}`}>{state}</span></td>
-                    <td>{state === 'active' && t.id !== who.id ? <RevokeButton t={t} onDone={list.reload} /> : null}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       ) : null}
     </div>
   );
