@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
 from satlab import remote_cli, toolkit_cli
@@ -32,6 +32,7 @@ from satlab.expectations import point_label
 from satlab.link_backend import BackendUnavailable, require_backend
 from satlab.opensand import cli as opensand_cli
 from satlab.phy import command as phy_command
+from satlab.progress import run_progress
 from satlab.reproduce import command as reproduce
 from satlab.scenario import (
     Scenario,
@@ -91,13 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     console.print(f"{sc.name}: {len(runs)} runs of {sc.duration_s:g} s; results in {out_dir}")
     results = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
+    with run_progress(console) as bar:
         total = bar.add_task("all runs", total=len(runs), info="")
         for n, spec in enumerate(runs, 1):
             label = f"run {n}/{len(runs)} {spec.configuration.name}"

@@ -9,11 +9,10 @@ configuration check (satlab.testbed.emulator.check_link)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 from satlab.settings import EMULATOR_BIN, get_check_limits
-from satlab.testbed.emulator import _address_space_limit, _exit_reason
+from satlab.testbed.emulator import BoundedRunError, exit_reason, run_bounded
 
 
 class LinkModelError(ValueError):
@@ -27,27 +26,16 @@ class LinkModelUnavailable(RuntimeError):
 def _ask(args: list[str], stdin: str | None = None) -> Any:
     limits = get_check_limits()
     try:
-        # Nothing the describe modes start: killing the process itself on timeout is enough.
-        proc = subprocess.run(
-            [str(EMULATOR_BIN), *args],
-            input=stdin or "",
-            capture_output=True,
-            text=True,
-            timeout=limits.check_timeout_s,
-            preexec_fn=_address_space_limit(limits.check_memory_bytes),
-            check=False,
+        proc = run_bounded(
+            [str(EMULATOR_BIN), *args], limits.check_timeout_s, limits.check_memory_bytes, stdin
         )
-    except subprocess.TimeoutExpired:
-        raise LinkModelUnavailable(
-            f"the link model did not answer in {limits.check_timeout_s:g} s"
-        ) from None
-    except OSError as err:
-        raise LinkModelUnavailable(f"the link model could not start: {err}") from None
+    except BoundedRunError as err:
+        raise LinkModelUnavailable(f"the link model {err}") from None
     if proc.returncode == 2:  # the request's fault, said on stderr
         raise LinkModelError(proc.stderr.strip().removeprefix("satlab-emulator: "))
     if proc.returncode != 0:
-        msg = proc.stderr.strip() or _exit_reason(proc.returncode, limits.check_memory_bytes)
-        raise LinkModelUnavailable(msg)
+        reason = exit_reason(proc.returncode, limits.check_memory_bytes)
+        raise LinkModelUnavailable(proc.stderr.strip() or f"the link model {reason}")
     return json.loads(proc.stdout)
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from satlab.progress import run_progress
 
 console = Console(stderr=True)
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -47,13 +48,7 @@ class Client:
 
 
 def wait(client: Client, exp_id: int, poll_s: float = 2.0) -> dict[str, Any]:
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.1f}/{task.total} runs {task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
+    with run_progress(console, "{task.completed:.1f}/{task.total} runs {task.fields[info]}") as bar:
         task = None
         while True:
             exp = client.call("GET", f"/api/experiments/{exp_id}")

@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from satlab import linkmodel
+
 COMMANDS = ("budget", "trace")
 console = Console(stderr=True, soft_wrap=True)  # one error per line, never wrapped
 
@@ -198,8 +200,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    if args.cmd == "budget":
-        return cmd_budget(args)
-    if args.trace_cmd == "synth":
-        return cmd_synth(args)
-    return cmd_import(args)
+    # The trace commands ask the Rust link model (satlab.linkmodel): when it cannot answer
+    # (binary missing, timed out, killed), one line saying so, the exit status of a refused input.
+    try:
+        if args.cmd == "budget":
+            return cmd_budget(args)
+        if args.trace_cmd == "synth":
+            return cmd_synth(args)
+        return cmd_import(args)
+    except linkmodel.LinkModelUnavailable as err:
+        console.print(f"[red]the link model is unavailable: {escape(str(err))}[/red]")
+        return 2

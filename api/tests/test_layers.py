@@ -12,8 +12,21 @@ SATLAB = Path(__file__).resolve().parents[1] / "satlab"
 
 # Lowest first. A new top-level module or package must be placed here.
 LAYERS: list[tuple[str, set[str]]] = [
-    # No satlab imports beyond this layer: paths, environment, storage, statistics.
-    ("base", {"__init__", "settings", "safe_yaml", "db", "stats", "metrics", "htmlkit", "records"}),
+    # No satlab imports beyond this layer: paths, environment, storage, statistics, progress bars.
+    (
+        "base",
+        {
+            "__init__",
+            "settings",
+            "safe_yaml",
+            "db",
+            "stats",
+            "metrics",
+            "htmlkit",
+            "progress",
+            "records",
+        },
+    ),
     # What a scenario is: its schema, the congestion-control schemes, the link budget, verdicts.
     (
         "domain",

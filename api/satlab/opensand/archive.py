@@ -59,6 +59,14 @@ def _check_counts(n: int, total: int) -> None:
         raise OpenSandError(f"archive: more than {MAX_TOTAL_BYTES} bytes unpacked")
 
 
+def _check_member_size(name: str, size: int) -> None:
+    """A member that declares more than MAX_MEMBER_BYTES is refused before it is read."""
+    if size > MAX_MEMBER_BYTES:
+        raise OpenSandError(
+            f"archive: {name!r}: {size} bytes is over the {MAX_MEMBER_BYTES}-byte limit"
+        )
+
+
 def _unzip(data: bytes, dest: Path) -> None:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
@@ -75,11 +83,7 @@ def _unzip(data: bytes, dest: Path) -> None:
             if info.is_dir():
                 _check_counts(n, total)
                 continue
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise OpenSandError(
-                    f"archive: {info.filename!r}: {info.file_size} bytes is over the "
-                    f"{MAX_MEMBER_BYTES}-byte limit"
-                )
+            _check_member_size(info.filename, info.file_size)
             total += info.file_size
             _check_counts(n, total)
             target = dest.joinpath(*name.parts)
@@ -105,11 +109,7 @@ def _untar(tf: tarfile.TarFile, dest: Path) -> None:
             raise OpenSandError(
                 f"archive: {member.name!r}: not a regular file (links and devices are refused)"
             )
-        if member.size > MAX_MEMBER_BYTES:
-            raise OpenSandError(
-                f"archive: {member.name!r}: {member.size} bytes is over the "
-                f"{MAX_MEMBER_BYTES}-byte limit"
-            )
+        _check_member_size(member.name, member.size)
         total += member.size
         _check_counts(n, total)
         src = tf.extractfile(member)

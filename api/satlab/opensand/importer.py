@@ -507,11 +507,7 @@ class _Importer:
             )
             if len(set(ids)) == 1:
                 fwd["acm"] = {**fwd["acm"], "mode": "ccm", "modcod": ids[0]}
-                tname = (
-                    None
-                    if tables.same_rows(rows, [r for r in tables.DVBS2 if r[0] == ids[0]])
-                    else tname
-                )
+                tname = None if tables.is_standard(rows, tables.DVBS2, ids) else tname
             else:
                 fwd["acm"] = {"mode": "acm", **fwd["acm"]}
         elif ftype == "VCM":
@@ -525,9 +521,7 @@ class _Importer:
             rows, tname = self.table(
                 topo, "wave_forms/dvb_s2", ids, tables.DVBS2, "forward-modcod.txt"
             )
-            tname = (
-                None if tables.same_rows(rows, [r for r in tables.DVBS2 if r[0] in ids]) else tname
-            )
+            tname = None if tables.is_standard(rows, tables.DVBS2, ids) else tname
         else:
             raise OpenSandError(f"{topo.name}: <{fc}/type>: {ftype!r} is not ACM or VCM")
         if tname:
@@ -564,11 +558,7 @@ class _Importer:
         }
         if len(set(rids)) == 1:
             rtn["acm"] = {**rtn["acm"], "mode": "ccm", "modcod": rids[0]}
-            rname = (
-                None
-                if tables.same_rows(rrows, [r for r in tables.RCS2 if r[0] == rids[0]])
-                else rname
-            )
+            rname = None if tables.is_standard(rrows, tables.RCS2, rids) else rname
         if rname:
             rtn["modcod_table"] = self.put_table(
                 rrows, rname, f"DVB-RCS2 waveforms ({burst}) of the OpenSAND topology"

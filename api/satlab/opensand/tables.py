@@ -72,6 +72,12 @@ def same_rows(a: list[Row], b: list[Row]) -> bool:
     )
 
 
+def is_standard(rows: list[Row], standard: list[Row], ids: list[int]) -> bool:
+    """Whether `rows` are the `standard` table's rows of the MODCODs `ids` (then the emulator's
+    own table serves, and no table file is written)."""
+    return same_rows(rows, [r for r in standard if r[0] in ids])
+
+
 def format_table(rows: list[Row], title: str) -> str:
     lines = [f"# {title}", "# id  MOD  rate  efficiency(bit/sym)  required Es/N0 (dB)"]
     lines.append(f"nb_fmt = {len(rows)}")

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from satlab import remote_cli
+from satlab.progress import run_progress
 from satlab.reproduce import local, report
 from satlab.reproduce.selection import (
     PAPERS,
@@ -93,20 +93,10 @@ def plan(entries: list[Entry], subset: Subset) -> tuple[int, float]:
     return runs, total
 
 
-def _bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    )
-
-
 def run_local(entries: list[Entry], subset: Subset, root: Path, commit: str) -> None:
     if os.geteuid() != 0:
         raise CliError("--local builds network namespaces: run it as root")
-    with _bar() as bar:
+    with run_progress(console) as bar:
         tasks: dict[str, Any] = {}
 
         def show(label: str, fraction: float, message: str) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from satlab import linkmodel
+
 
 class ServiceError(Exception):
     status = 400
@@ -48,3 +53,16 @@ class Invalid(ServiceError):
     def __init__(self, errors: list[str] | str) -> None:
         self.errors = errors.splitlines() if isinstance(errors, str) else errors
         super().__init__("\n".join(self.errors))
+
+
+@contextmanager
+def link_model_answers(field: str = "", unavailable: str = "") -> Iterator[None]:
+    """The Rust link model's two failures (satlab.linkmodel) as responses: a refused request is
+    the client's 422 (`field: ` before the model's message, when given), no answer is a 503
+    (`unavailable` before the reason)."""
+    try:
+        yield
+    except linkmodel.LinkModelError as err:
+        raise Invalid(f"{field}: {err}" if field else str(err)) from None
+    except linkmodel.LinkModelUnavailable as err:
+        raise Unavailable(f"{unavailable}{err}") from None

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from satlab import linkmodel
 from satlab.scenario import link_file_refs, map_link_files
 from satlab.service.auth import Principal
-from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge, Unavailable
+from satlab.service.errors import Forbidden, Invalid, NotFound, TooLarge, link_model_answers
 from satlab.service.models import FILE_KINDS, UploadedFile
 from satlab.settings import get_settings
 
@@ -48,12 +48,8 @@ def validate(kind: str, content: bytes) -> int:
     except UnicodeDecodeError as err:
         line = content[: err.start].count(b"\n") + 1
         raise Invalid(f"line {line}: not UTF-8 text") from None
-    try:
+    with link_model_answers(unavailable="the upload check failed: "):
         return linkmodel.check_file(kind, text)
-    except linkmodel.LinkModelError as err:
-        raise Invalid(str(err)) from None
-    except linkmodel.LinkModelUnavailable as err:
-        raise Unavailable(f"the upload check failed: {err}") from None
 
 
 def upload(session: Session, who: Principal, name: str, kind: str, content: bytes) -> UploadedFile:

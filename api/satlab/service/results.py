@@ -300,11 +300,21 @@ def csv_sweep_value(v: Any) -> Any:
     return json.dumps(v) if isinstance(v, list) else v
 
 
-def runs_csv(session: Session, exp: Experiment) -> str:
-    runs = session.scalars(select(Run).where(Run.experiment_id == exp.id).order_by(Run.index)).all()
+def _csv(header: list[str], rows: Iterable[list[Any]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _blank_if_none(v: Any) -> Any:
+    return "" if v is None else v
+
+
+def runs_csv(session: Session, exp: Experiment) -> str:
+    runs = session.scalars(select(Run).where(Run.experiment_id == exp.id).order_by(Run.index)).all()
+    return _csv(
         [
             "run_id",
             "configuration",
@@ -314,11 +324,8 @@ def runs_csv(session: Session, exp: Experiment) -> str:
             "state",
             "attempt",
             *METRICS,
-        ]
-    )
-    for r in runs:
-        s = r.summary or {}
-        w.writerow(
+        ],
+        (
             [
                 r.id,
                 r.configuration,
@@ -327,16 +334,15 @@ def runs_csv(session: Session, exp: Experiment) -> str:
                 r.seed,
                 r.state,
                 r.attempt,
-                *("" if s.get(m) is None else s[m] for m in METRICS),
+                *(_blank_if_none((r.summary or {}).get(m)) for m in METRICS),
             ]
-        )
-    return buf.getvalue()
+            for r in runs
+        ),
+    )
 
 
 def aggregate_csv(rows: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(
+    return _csv(
         [
             "configuration",
             "sweep_value",
@@ -346,20 +352,19 @@ def aggregate_csv(rows: list[dict[str, Any]]) -> str:
             "mean",
             "ci95_half_width",
             "n",
-        ]
+        ],
+        (
+            [
+                row["configuration"],
+                csv_sweep_value(row["sweep_value"]),
+                row["runs"],
+                row["succeeded"],
+                m,
+                _blank_if_none(e["mean"]),
+                _blank_if_none(e["half_width"]),
+                e["n"],
+            ]
+            for row in rows
+            for m, e in row["metrics"].items()
+        ),
     )
-    for row in rows:
-        for m, e in row["metrics"].items():
-            w.writerow(
-                [
-                    row["configuration"],
-                    csv_sweep_value(row["sweep_value"]),
-                    row["runs"],
-                    row["succeeded"],
-                    m,
-                    "" if e["mean"] is None else e["mean"],
-                    "" if e["half_width"] is None else e["half_width"],
-                    e["n"],
-                ]
-            )
-    return buf.getvalue()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,14 @@ def _from_row(cls: type[M], row: object, **computed: Any) -> M:
     `computed` ones (only those attributes are left unread, so no relationship loads for them)."""
     read = {name: getattr(row, name) for name in cls.model_fields if name not in computed}
     return cls.model_validate({**read, **computed})
+
+
+class RowOut(BaseModel):
+    """A response whose fields are all read from the database row's attributes of those names."""
+
+    @classmethod
+    def of(cls, row: object) -> Self:
+        return cls.model_validate(row, from_attributes=True)
 
 
 class Page(BaseModel, Generic[T]):
@@ -38,7 +46,7 @@ class ScenarioIn(BaseModel):
     yaml: str = Field(description="the scenario document, kept verbatim", max_length=1 << 20)
 
 
-class RevisionOut(BaseModel):
+class RevisionOut(RowOut):  # of models.ScenarioRevision
     id: int
     scenario_id: int
     number: int
@@ -48,10 +56,6 @@ class RevisionOut(BaseModel):
     files: dict[str, str] | None = Field(
         None, description="name -> sha256 of each file its links name, as validated"
     )
-
-    @classmethod
-    def of(cls, r: models.ScenarioRevision) -> RevisionOut:
-        return cls.model_validate(r, from_attributes=True)
 
 
 class ScenarioOut(BaseModel):
@@ -68,17 +72,13 @@ class ScenarioOut(BaseModel):
         return _from_row(cls, s, revisions=len(s.revisions), latest=latest)
 
 
-class FileOut(BaseModel):
+class FileOut(RowOut):  # of models.UploadedFile
     id: int
     name: str
     kind: str
     size_bytes: int
     sha256: str
     created_at: datetime
-
-    @classmethod
-    def of(cls, f: models.UploadedFile) -> FileOut:
-        return cls.model_validate(f, from_attributes=True)
 
 
 class Estimate(BaseModel):
@@ -90,7 +90,7 @@ class Estimate(BaseModel):
     total_s: float
 
 
-class RunOut(BaseModel):
+class RunOut(RowOut):  # of models.Run
     id: int
     experiment_id: int
     index: int
@@ -110,10 +110,6 @@ class RunOut(BaseModel):
     cancel_requested: bool
     error: str | None
     summary: dict[str, float | None] | None
-
-    @classmethod
-    def of(cls, r: models.Run) -> RunOut:
-        return cls.model_validate(r, from_attributes=True)
 
 
 class ExperimentOut(BaseModel):
@@ -166,7 +162,7 @@ class TokenIn(BaseModel):
     expires_in_days: float | None = Field(None, gt=0, le=3650)
 
 
-class TokenOut(BaseModel):
+class TokenOut(RowOut):  # of models.ApiToken
     id: int
     name: str
     role: str
@@ -176,10 +172,6 @@ class TokenOut(BaseModel):
     expires_at: datetime | None
     last_used_at: datetime | None
     revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, t: models.ApiToken) -> TokenOut:
-        return cls.model_validate(t, from_attributes=True)
 
 
 class TokenCreated(TokenOut):

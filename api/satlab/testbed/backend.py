@@ -34,17 +34,20 @@ def create_testbed(
 ) -> Testbed:
     """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops)."""
     kind = testbed_kind()
+    cls: type[Testbed]
     if kind == "namespaces":
-        return Testbed(servers, clients, mtu, gateway=gateway, hops=hops)
-    if kind == "containers":
+        cls = Testbed
+    elif kind == "containers":
         from satlab.testbed.containers import ContainerTestbed
 
-        return ContainerTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
-    if kind == "hardware":
+        cls = ContainerTestbed
+    elif kind == "hardware":
         from satlab.testbed.hardware import HardwareTestbed
 
-        return HardwareTestbed(servers, clients, mtu, gateway=gateway, hops=hops)
-    raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
+        cls = HardwareTestbed
+    else:
+        raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
+    return cls(servers, clients, mtu, gateway=gateway, hops=hops)
 
 
 def _state_dirs() -> list[Path]:

@@ -59,18 +59,10 @@ class ContainerTestbed(Testbed):
     """`with ContainerTestbed(servers=1, clients=1) as tb:`: the compose boxes as one testbed."""
 
     __test__ = False
+    _lock: int | None = None  # the boxes' flock while open
 
-    def __init__(
-        self,
-        servers: int = 1,
-        clients: int = 1,
-        mtu: int = 1500,
-        gateway: bool = False,
-        hops: list[int] | None = None,
-    ) -> None:
-        super().__init__(servers, clients, mtu, gateway, hops)
-        self.dir = RUNS / self.id
-        self._lock: int | None = None
+    def _run_dir(self) -> Path:
+        return RUNS / self.id
 
     def __enter__(self) -> ContainerTestbed:
         if self.hops:

@@ -37,38 +37,48 @@ def check_link(
         f.flush()
         argv = [str(EMULATOR_BIN), "--config", f.name, "--check"]
         try:
-            returncode, stderr = _run_bounded(argv, timeout_s, memory_bytes)
-        except subprocess.TimeoutExpired:
-            raise LinkConfigError(
-                f"the emulator's check did not finish in {timeout_s:g} s"
-            ) from None
-        except OSError as err:
-            raise LinkConfigError(f"the emulator's check could not start: {err}") from None
-    if returncode != 0:
-        msg = stderr.strip().replace(f.name, "link")
-        raise LinkConfigError(msg or _exit_reason(returncode, memory_bytes))
+            proc = run_bounded(argv, timeout_s, memory_bytes)
+        except BoundedRunError as err:
+            raise LinkConfigError(f"the emulator's check {err}") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.strip().replace(f.name, "link")
+        raise LinkConfigError(
+            msg or f"the emulator's check {exit_reason(proc.returncode, memory_bytes)}"
+        )
 
 
-def _run_bounded(argv: list[str], timeout_s: float, memory_bytes: int) -> tuple[int, str]:
-    """(exit status, stderr) of argv run with a time and an address-space limit; raises
-    subprocess.TimeoutExpired after killing it (and anything it started) when time is up."""
-    with subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Its own process group, so a timeout kills whatever it started too.
-        start_new_session=True,
-        preexec_fn=_address_space_limit(memory_bytes),
-    ) as proc:
+class BoundedRunError(RuntimeError):
+    """A bounded run did not start, or did not finish in time (the message names which, to be
+    said after what was run: "the emulator's check did not finish in 10 s")."""
+
+
+def run_bounded(
+    argv: list[str], timeout_s: float, memory_bytes: int, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """argv run on request data (`stdin`, or files its arguments name) with a time and an
+    address-space limit: the configuration check here and the link model's answers
+    (satlab.linkmodel). When time is up it is killed, with anything it started."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # Its own process group, so a timeout kills whatever it started too.
+            start_new_session=True,
+            preexec_fn=_address_space_limit(memory_bytes),
+        )
+    except OSError as err:
+        raise BoundedRunError(f"could not start: {err}") from None
+    with proc:
         try:
-            _, stderr = proc.communicate(timeout=timeout_s)
+            stdout, stderr = proc.communicate(stdin, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            raise
-    return proc.returncode, stderr
+            raise BoundedRunError(f"did not finish in {timeout_s:g} s") from None
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _address_space_limit(memory_bytes: int) -> Callable[[], None]:
@@ -81,10 +91,12 @@ def _address_space_limit(memory_bytes: int) -> Callable[[], None]:
     return limit
 
 
-def _exit_reason(returncode: int, memory_bytes: int) -> str:
+def exit_reason(returncode: int, memory_bytes: int) -> str:
+    """Why a bounded run (run_bounded) failed when it said nothing on stderr, to be said after
+    what was run, as BoundedRunError's message is."""
     if returncode < 0:  # a signal: likely the address-space limit (no message at all)
         return (
-            f"the emulator's check was killed by signal {-returncode} "
+            f"was killed by signal {-returncode} "
             f"(its address space is limited to {memory_bytes} bytes)"
         )
-    return f"emulator --check exited {returncode}"
+    return f"exited {returncode}"

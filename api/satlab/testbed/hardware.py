@@ -191,20 +191,13 @@ class HardwareTestbed(Testbed):
     """`with HardwareTestbed(servers=1, clients=1) as tb:`: leased registered boxes as a testbed."""
 
     __test__ = False
+    # Leased in __enter__: the boxes by testbed role (srv1, gw, emu, st, cli1), their agents.
+    boxes: dict[str, RegisteredBox]
+    targets: dict[str, TlsTarget]
+    _leases: Leases | None = None
 
-    def __init__(
-        self,
-        servers: int = 1,
-        clients: int = 1,
-        mtu: int = 1500,
-        gateway: bool = False,
-        hops: list[int] | None = None,
-    ) -> None:
-        super().__init__(servers, clients, mtu, gateway, hops)
-        self.dir = HARDWARE_DIR / self.id
-        self.boxes: dict[str, RegisteredBox] = {}  # by testbed role: srv1, gw, emu, st, cli1
-        self.targets: dict[str, TlsTarget] = {}
-        self._leases: Leases | None = None
+    def _run_dir(self) -> Path:
+        return HARDWARE_DIR / self.id
 
     def __enter__(self) -> HardwareTestbed:
         if self.hops:
@@ -219,6 +212,7 @@ class HardwareTestbed(Testbed):
             )
         ctx = _controller_context()
         wait_s = box_wait_s()
+        self.boxes, self.targets = {}, {}
         self._leases = Leases()
         try:
             wanted = {"server": self.servers, "client": self.clients, "gw": 1, "emu": 1, "st": 1}

@@ -124,9 +124,14 @@ class Testbed:
         self.servers, self.clients, self.mtu = servers, clients, mtu
         self.gateway = gateway  # splice satlab-gateway in at both edges (topology.build)
         self.hops = list(hops or [])  # terrestrial hops: cross hosts at each end of each
-        self.dir = STATE_ROOT / self.id
+        self.dir = self._run_dir()
         self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
         self.topo: topology.Topology | None = None
+
+    def _run_dir(self) -> Path:
+        """Where this testbed keeps its state.json (and, here, its agents' sockets) while open;
+        each kind of testbed has its own root, which backend.owned_testbed searches."""
+        return STATE_ROOT / self.id
 
     # -- lifecycle --
     def __enter__(self) -> Testbed:

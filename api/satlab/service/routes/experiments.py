@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from satlab.db import get_session
 from satlab.service import comparisons, doccache, events, experiments, report, results
-from satlab.service.auth import Submitter, Viewer
+from satlab.service.auth import Principal, Submitter, Viewer
 from satlab.service.experiments import ExperimentIn
 from satlab.service.models import EXPERIMENT_STATES, Experiment
 from satlab.service.result_schemas import ComparisonOut, ResultsOut, VerdictOut
@@ -233,10 +233,24 @@ def experiment_events(
     last_event_id: Annotated[str | None, Header(max_length=30)] = None,
 ) -> StreamingResponse:
     experiments.get(session, who, experiment_id)
+    return event_stream(session, who, experiment_id, None, follow, after, last_event_id)
+
+
+def event_stream(
+    session: Session,
+    who: Principal,
+    experiment_id: int,
+    run_id: int | None,
+    follow: bool,
+    after: int,
+    last_event_id: str | None,
+) -> StreamingResponse:
+    """The events of an experiment (or of one of its runs) as Server-Sent Events, from the one
+    after `after`, or after the Last-Event-ID of a client that reconnects."""
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
     session.close()  # the stream polls with its own short sessions: hold no connection meanwhile
     return StreamingResponse(
-        events.stream(experiment_id, None, start, follow, who.id),
+        events.stream(experiment_id, run_id, start, follow, who.id),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
     )

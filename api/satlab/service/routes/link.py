@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import anyio.to_thread
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from satlab import linkmodel
 from satlab.service.auth import Viewer
-from satlab.service.errors import Invalid, Unavailable
+from satlab.service.errors import link_model_answers
 
 router = APIRouter(prefix="/api/link", tags=["link tools"])
 
@@ -58,16 +57,9 @@ class PreviewOut(BaseModel):
 
 
 @router.get("/modcods", response_model=list[ModcodOut], summary="A MODCOD table (link model)")
-async def modcods(_: Viewer, table: Annotated[Table, Query()] = "dvbs2") -> list[ModcodOut]:
-    def work() -> list[ModcodOut]:
-        try:
-            return [ModcodOut.model_validate(r) for r in linkmodel.modcods(table)]
-        except linkmodel.LinkModelError as err:
-            raise Invalid(f"table: {err}") from None
-        except linkmodel.LinkModelUnavailable as err:
-            raise Unavailable(str(err)) from None
-
-    return await anyio.to_thread.run_sync(work)
+def modcods(_: Viewer, table: Annotated[Table, Query()] = "dvbs2") -> list[ModcodOut]:
+    with link_model_answers(field="table"):
+        return [ModcodOut.model_validate(r) for r in linkmodel.modcods(table)]
 
 
 @router.post(
@@ -75,15 +67,8 @@ async def modcods(_: Viewer, table: Annotated[Table, Query()] = "dvbs2") -> list
     response_model=PreviewOut,
     summary="A trace's attenuation, Es/N0, MODCOD and useful rate per tick on a forward link",
 )
-async def preview(_: Viewer, body: PreviewIn) -> PreviewOut:
-    def work() -> PreviewOut:
-        try:
-            rows = linkmodel.modcods(body.table)
-            per_tick = linkmodel.preview(body.model_dump())
-        except linkmodel.LinkModelError as err:  # names the field: "trace: line N: ..."
-            raise Invalid(str(err)) from None
-        except linkmodel.LinkModelUnavailable as err:
-            raise Unavailable(str(err)) from None
-        return PreviewOut.model_validate({"modcods": rows, **per_tick})
-
-    return await anyio.to_thread.run_sync(work)
+def preview(_: Viewer, body: PreviewIn) -> PreviewOut:
+    with link_model_answers():  # the model names the field: "trace: line N: ..."
+        rows = linkmodel.modcods(body.table)
+        per_tick = linkmodel.preview(body.model_dump())
+    return PreviewOut.model_validate({"modcods": rows, **per_tick})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio.to_thread
 import yaml
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -15,7 +14,7 @@ from satlab import db, linkbudget, modemlog, weather
 from satlab.scenario import ScenarioError, parse_scenario
 from satlab.service import files
 from satlab.service.auth import Principal, Submitter
-from satlab.service.errors import Invalid
+from satlab.service.errors import Invalid, link_model_answers
 from satlab.service.schemas import FileOut, ScenarioIn
 
 router = APIRouter(prefix="/api", tags=["link tools"])
@@ -105,23 +104,20 @@ def _store(who: Principal, name: str | None, text: str) -> FileOut | None:
 
 
 @router.post("/link-budget", response_model=BudgetOut, summary="A scenario's link budget table")
-async def link_budget(_: Submitter, body: ScenarioIn) -> BudgetOut:
-    def work() -> BudgetOut:
-        try:
-            data = yaml.safe_load(body.yaml)
-            sc = parse_scenario(data)
-        except yaml.YAMLError as err:
-            raise Invalid(f"yaml: not valid YAML: {err}") from None
-        except ScenarioError as err:
-            raise Invalid(str(err)) from None
-        if sc.link_budget is None:
-            raise Invalid("link_budget: the scenario has no link_budget section")
-        try:
-            return BudgetOut.model_validate(linkbudget.table(sc.link_budget, sc.link))
-        except ValueError as err:
-            raise Invalid(str(err)) from None
-
-    return await anyio.to_thread.run_sync(work)
+def link_budget(_: Submitter, body: ScenarioIn) -> BudgetOut:
+    try:
+        data = yaml.safe_load(body.yaml)
+        sc = parse_scenario(data)
+    except yaml.YAMLError as err:
+        raise Invalid(f"yaml: not valid YAML: {err}") from None
+    except ScenarioError as err:
+        raise Invalid(str(err)) from None
+    if sc.link_budget is None:
+        raise Invalid("link_budget: the scenario has no link_budget section")
+    try:
+        return BudgetOut.model_validate(linkbudget.table(sc.link_budget, sc.link))
+    except ValueError as err:
+        raise Invalid(str(err)) from None
 
 
 @router.post(
@@ -129,34 +125,31 @@ async def link_budget(_: Submitter, body: ScenarioIn) -> BudgetOut:
     response_model=TraceOut,
     summary="Synthesise a site's ITU-R P.1853 weather trace (preview; optionally stored)",
 )
-async def synth_trace(who: Submitter, body: TraceSynthIn) -> TraceOut:
-    def work() -> TraceOut:
-        site = weather.Site(
-            body.lat,
-            body.lon,
-            body.freq_ghz,
-            body.elevation_deg,
-            body.tau_deg,
-            None,
-            body.antenna_diameter_m,
+def synth_trace(who: Submitter, body: TraceSynthIn) -> TraceOut:
+    site = weather.Site(
+        body.lat,
+        body.lon,
+        body.freq_ghz,
+        body.elevation_deg,
+        body.tau_deg,
+        None,
+        body.antenna_diameter_m,
+    )
+    try:
+        s = weather.synthesize(
+            site, body.duration_s, body.step_ms, body.seed, body.clouds, body.scintillation
         )
-        try:
-            s = weather.synthesize(
-                site, body.duration_s, body.step_ms, body.seed, body.clouds, body.scintillation
-            )
-        except ValueError as err:
-            raise Invalid(str(err)) from None
-        stats: dict[str, Any] = weather.statistics(s)
-        return TraceOut(
-            header=s.header(),
-            ticks=len(s.values_db),
-            step_ms=s.step_ms,
-            values_db=[round(float(v), 4) for v in s.values_db],
-            statistics=TraceStatsOut.model_validate(stats),
-            file=_store(who, body.store_as, s.text()),
-        )
-
-    return await anyio.to_thread.run_sync(work)
+    except ValueError as err:
+        raise Invalid(str(err)) from None
+    stats: dict[str, Any] = weather.statistics(s)
+    return TraceOut(
+        header=s.header(),
+        ticks=len(s.values_db),
+        step_ms=s.step_ms,
+        values_db=[round(float(v), 4) for v in s.values_db],
+        statistics=TraceStatsOut.model_validate(stats),
+        file=_store(who, body.store_as, s.text()),
+    )
 
 
 @router.post(
@@ -164,21 +157,19 @@ async def synth_trace(who: Submitter, body: TraceSynthIn) -> TraceOut:
     response_model=TraceOut,
     summary="Import a modem's Es/N0 or MODCOD log as an attenuation trace (optionally stored)",
 )
-async def import_modem_log(who: Submitter, body: ModemLogIn) -> TraceOut:
-    def work() -> TraceOut:
-        try:
+def import_modem_log(who: Submitter, body: ModemLogIn) -> TraceOut:
+    try:
+        with link_model_answers():  # the MODCOD table is read by the link model
             log = modemlog.parse(body.csv, body.margin_db, None, body.max_gap_s)
-            imp = modemlog.to_trace(log, body.step_ms, body.clear_sky_db, body.uplink_db)
-        except modemlog.LogError as err:
-            raise Invalid(f"csv: {err}" if str(err).startswith("line") else str(err)) from None
-        return TraceOut(
-            header=imp.header,
-            ticks=len(imp.values_db),
-            step_ms=imp.step_ms,
-            values_db=[float(v) for v in imp.values_db],
-            clear_sky_db=imp.clear_sky_db,
-            uplink_db=imp.uplink_db,
-            file=_store(who, body.store_as, imp.text()),
-        )
-
-    return await anyio.to_thread.run_sync(work)
+        imp = modemlog.to_trace(log, body.step_ms, body.clear_sky_db, body.uplink_db)
+    except modemlog.LogError as err:
+        raise Invalid(f"csv: {err}" if str(err).startswith("line") else str(err)) from None
+    return TraceOut(
+        header=imp.header,
+        ticks=len(imp.values_db),
+        step_ms=imp.step_ms,
+        values_db=[float(v) for v in imp.values_db],
+        clear_sky_db=imp.clear_sky_db,
+        uplink_db=imp.uplink_db,
+        file=_store(who, body.store_as, imp.text()),
+    )

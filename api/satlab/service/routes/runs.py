@@ -10,13 +10,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from satlab.db import get_session
-from satlab.service import control, events, results, runs
+from satlab.service import control, results, runs
 from satlab.service.auth import Submitter, Viewer
 from satlab.service.errors import NotFound
 from satlab.service.models import Artifact
 from satlab.service.result_schemas import ArtifactInfo, SeriesBuckets, SeriesInfo
 from satlab.service.routes import Id, Limit, Offset
-from satlab.service.routes.experiments import SSE_HEADERS
+from satlab.service.routes.experiments import event_stream
 from satlab.service.schemas import ControlOut, Page, RunOut
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
@@ -134,11 +134,4 @@ def run_events(
     last_event_id: Annotated[str | None, Header(max_length=30)] = None,
 ) -> StreamingResponse:
     run = runs.get_visible(session, who, run_id)
-    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
-    experiment_id = run.experiment_id
-    session.close()  # the stream polls with its own short sessions: hold no connection meanwhile
-    return StreamingResponse(
-        events.stream(experiment_id, run_id, start, follow, who.id),
-        media_type="text/event-stream",
-        headers=SSE_HEADERS,
-    )
+    return event_stream(session, who, run.experiment_id, run_id, follow, after, last_event_id)
