@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -501,8 +501,11 @@ fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
     }
 }
 
-/// A counter: metric name, help text, how to read it.
-type CounterDef<T> = (&'static str, &'static str, fn(&T) -> u64);
+/// A link model counter: metric name, help text, how to read it.
+type CounterDef = (&'static str, &'static str, fn(&linkmodel::Counters) -> u64);
+
+/// A port counter: metric name, help text, and the `PortStats` atomic it reads.
+type PortCounterDef = (&'static str, &'static str, fn(&PortStats) -> &AtomicU64);
 
 /// A gauge of a direction's status: metric name, help text, how to read it.
 type GaugeDef = (&'static str, &'static str, fn(&DirectionStatus) -> f64);
@@ -544,7 +547,7 @@ fn per_direction(
 
 /// The link model's counters and gauges, per direction.
 fn direction_metrics(o: &mut String, st: [&DirectionStatus; 2]) {
-    let counters: [CounterDef<linkmodel::Counters>; 8] = [
+    let counters: [CounterDef; 8] = [
         (
             "offered_packets_total",
             "Packets offered to the link (after segmentation).",
@@ -626,69 +629,70 @@ fn direction_metrics(o: &mut String, st: [&DirectionStatus; 2]) {
 
 /// The ports' and the direction threads' counters, per direction.
 fn port_metrics(o: &mut String, ports: [&PortStats; 2]) {
-    let port_counters: [CounterDef<PortStats>; 12] = [
+    // Each row names the counter's atomic; the loop below reads them all the same way.
+    let port_counters: [PortCounterDef; 12] = [
         (
             "rx_frames_total",
             "Frames read from the input port (super-packets count once).",
-            |p| p.rx_frames.load(Ordering::Relaxed),
+            |p| &p.rx_frames,
         ),
         ("rx_bytes_total", "Bytes read from the input port.", |p| {
-            p.rx_bytes.load(Ordering::Relaxed)
+            &p.rx_bytes
         }),
         (
             "gso_superpackets_total",
             "GSO super-packets segmented.",
-            |p| p.gso_superpackets.load(Ordering::Relaxed),
+            |p| &p.gso_superpackets,
         ),
         (
             "gso_segments_total",
             "Segments cut from GSO super-packets.",
-            |p| p.gso_segments.load(Ordering::Relaxed),
+            |p| &p.gso_segments,
         ),
         (
             "checksums_completed_total",
             "Partial checksums completed.",
-            |p| p.csum_completed.load(Ordering::Relaxed),
+            |p| &p.csum_completed,
         ),
         (
             "rx_invalid_total",
             "Frames dropped at input (truncated, unsupported offload).",
-            |p| p.rx_invalid.load(Ordering::Relaxed),
+            |p| &p.rx_invalid,
         ),
         (
             "rx_kernel_drops_total",
             "Frames the kernel dropped before the emulator read them (socket buffer full).",
-            |p| p.rx_kernel_drops.load(Ordering::Relaxed),
+            |p| &p.rx_kernel_drops,
         ),
         (
             "tx_frames_total",
             "Frames written to the output port.",
-            |p| p.tx_frames.load(Ordering::Relaxed),
+            |p| &p.tx_frames,
         ),
         ("tx_errors_total", "Frames the output port refused.", |p| {
-            p.tx_errors.load(Ordering::Relaxed)
+            &p.tx_errors
         }),
         (
             "oracle_notices_total",
             "Oracle ETEN notices written to the sender host's map (corrupted or erased TCP data).",
-            |p| p.oracle_notices.load(Ordering::Relaxed),
+            |p| &p.oracle_notices,
         ),
         (
             "oracle_errors_total",
             "Oracle ETEN notices the map refused.",
-            |p| p.oracle_errors.load(Ordering::Relaxed),
+            |p| &p.oracle_errors,
         ),
         (
             "realtime_stepdowns_total",
             "Times the direction thread, saturated, stepped down from SCHED_FIFO to nice -10.",
-            |p| p.rt_stepdowns.load(Ordering::Relaxed),
+            |p| &p.rt_stepdowns,
         ),
     ];
     for (name, help, f) in port_counters {
         let vals: Vec<(&str, f64)> = DIRS
             .iter()
             .zip(ports.iter())
-            .map(|(d, p)| (*d, f(p) as f64))
+            .map(|(d, p)| (*d, f(p).load(Ordering::Relaxed) as f64))
             .collect();
         metric(o, name, "counter", help, &vals);
     }

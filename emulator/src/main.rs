@@ -14,13 +14,15 @@ mod settings;
 mod telemetry;
 mod wake_lead;
 
-use linkmodel::{Dir, Direction};
+use linkmodel::{Dir, Direction, LinkConfig};
 use netio::{port, sys};
 use settings::{EmulatorConfig, PortConfig, PortKind, XdpMode};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Logs a line to stderr with the program name.
 pub fn log(msg: &str) {
@@ -137,32 +139,65 @@ fn main() -> ExitCode {
     }
 }
 
+/// Starts the emulator, then waits for SIGINT or SIGTERM and stops it.
 fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
     let sigset = block_signals();
-    let clock = sys::Clock::start();
     let shutdown = Arc::new(AtomicBool::new(false));
+    let running = start(&cfg, realtime, &shutdown)?;
+    log(&format!(
+        "running: gw={} ({:?}) st={} ({:?}), control http://{}, telemetry {}",
+        cfg.ports.gw.interface,
+        cfg.ports.gw.kind,
+        cfg.ports.st.interface,
+        cfg.ports.st.kind,
+        cfg.control.listen,
+        running.sock_path.display()
+    ));
+    let sig = wait_for_signal(&sigset);
+    log(&format!("signal {sig}: shutting down"));
+    shutdown.store(true, Ordering::Relaxed);
+    running.stop();
+    Ok(())
+}
 
+/// The threads of a running emulator and what is removed when it stops.
+struct Running {
+    controller: Arc<control::Controller>,
+    threads: Vec<JoinHandle<()>>,
+    sock_path: PathBuf,
+}
+
+impl Running {
+    /// Wakes the direction threads (the shutdown flag is set), joins every thread and removes
+    /// the telemetry socket.
+    fn stop(self) {
+        for h in &self.controller.dirs {
+            h.wake();
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+        telemetry::remove_socket(&self.sock_path);
+    }
+}
+
+/// Opens the ports, builds both directions, the control listener and the telemetry socket, and
+/// starts every thread.
+fn start(
+    cfg: &EmulatorConfig,
+    realtime: Option<i32>,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<Running, String> {
+    let clock = sys::Clock::start();
     let (gw_rx, gw_tx) = open_port(&cfg.ports.gw).map_err(|e| e.to_string())?;
     let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
     let link = cfg.link();
     let fwd = Direction::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
     let ret = Direction::new(&link, Dir::Return).map_err(|e| e.to_string())?;
-    let open_oracle = |dir: Dir| -> Result<Option<oracle::Oracle>, String> {
-        let Some(o) = &link.direction(dir).oracle_eten else {
-            return Ok(None);
-        };
-        let oracle = oracle::Oracle::open(&o.map_pin)
-            .map_err(|e| format!("{}.oracle_eten.map_pin: {e}", dir.as_str()))?;
-        log(&format!(
-            "{}: oracle ETEN notices go to {}",
-            dir.as_str(),
-            o.map_pin.display()
-        ));
-        Ok(Some(oracle))
-    };
-    let (fwd_oracle, ret_oracle) = (open_oracle(Dir::Forward)?, open_oracle(Dir::Return)?);
+    let fwd_oracle = open_oracle(&link, Dir::Forward)?;
+    let ret_oracle = open_oracle(&link, Dir::Return)?;
 
-    let listener = std::net::TcpListener::bind(&cfg.control.listen).map_err(|e| {
+    let listener = TcpListener::bind(&cfg.control.listen).map_err(|e| {
         format!(
             "control.listen: cannot listen on {}: {e}",
             cfg.control.listen
@@ -170,60 +205,57 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
     })?;
     let sock_path = cfg.telemetry.socket.clone();
     let (tele_server, tele_tx) = telemetry::bind(&sock_path).map_err(|e| e.to_string())?;
-    // A panic in any thread (a bug) ends the whole process with an error, so a supervisor sees
-    // it, instead of leaving a half-working link behind.
-    let default_hook = std::panic::take_hook();
-    let hook_path = sock_path.clone();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        log("internal error (panic): exiting");
-        telemetry::remove_socket(&hook_path);
-        std::process::exit(70);
-    }));
+    exit_on_panic(sock_path.clone());
 
-    let env_us = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(default)
-            * 1000
+    let spin_ns = env_us_as_ns("SATLAB_EMU_SPIN_US");
+    let rx_coalesce_ns = env_us_as_ns("SATLAB_EMU_RX_COALESCE_US").unwrap_or(100_000);
+    let dir_thread = |dir, model, rx, tx, oracle| {
+        let settings = dataplane::DirSettings {
+            events: cfg.telemetry.events,
+            period_ns: cfg.telemetry.period_ms * 1_000_000,
+            spin_ns,
+            rt_priority: realtime,
+            rx_coalesce_ns,
+            oracle,
+        };
+        dataplane::DirThread::new(
+            dir,
+            model,
+            rx,
+            tx,
+            clock,
+            shutdown.clone(),
+            tele_tx.clone(),
+            settings,
+        )
+        .map_err(|e| e.to_string())
     };
-    let spin_ns = std::env::var("SATLAB_EMU_SPIN_US")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(|us| us * 1000);
-    let rx_coalesce_ns = env_us("SATLAB_EMU_RX_COALESCE_US", 100);
-    let settings = |oracle| dataplane::DirSettings {
-        events: cfg.telemetry.events,
-        period_ns: cfg.telemetry.period_ms * 1_000_000,
-        spin_ns,
-        rt_priority: realtime,
-        rx_coalesce_ns,
-        oracle,
-    };
-    let (ft, fh, fstats) = dataplane::DirThread::new(
-        Dir::Forward,
-        fwd,
-        gw_rx,
-        st_tx,
-        clock,
-        shutdown.clone(),
-        tele_tx.clone(),
-        settings(fwd_oracle),
-    )
-    .map_err(|e| e.to_string())?;
-    let (rt, rh, rstats) = dataplane::DirThread::new(
-        Dir::Return,
-        ret,
-        st_rx,
-        gw_tx,
-        clock,
-        shutdown.clone(),
-        tele_tx.clone(),
-        settings(ret_oracle),
-    )
-    .map_err(|e| e.to_string())?;
+    let (ft, fh, fstats) = dir_thread(Dir::Forward, fwd, gw_rx, st_tx, fwd_oracle)?;
+    let (rt, rh, rstats) = dir_thread(Dir::Return, ret, st_rx, gw_tx, ret_oracle)?;
 
+    let controller = Arc::new(control::Controller {
+        dirs: [fh, rh],
+        port_stats: [fstats, rstats],
+        telemetry: tele_tx.stats.clone(),
+        clock,
+    });
+    let threads = spawn_threads([ft, rt], tele_server, &controller, listener, shutdown)?;
+    drop(tele_tx);
+    Ok(Running {
+        controller,
+        threads,
+        sock_path,
+    })
+}
+
+/// Starts the forward, return, telemetry and control threads; each runs until `shutdown`.
+fn spawn_threads(
+    [ft, rt]: [dataplane::DirThread; 2],
+    tele_server: telemetry::Server,
+    controller: &Arc<control::Controller>,
+    listener: TcpListener,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<Vec<JoinHandle<()>>, String> {
     let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
             .name(name.into())
@@ -237,42 +269,56 @@ fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
         "telemetry",
         Box::new(move || tele_server.run(move || s1.load(Ordering::Relaxed))),
     )?;
-    let controller = Arc::new(control::Controller {
-        dirs: [fh, rh],
-        port_stats: [fstats, rstats],
-        telemetry: tele_tx.stats.clone(),
-        clock,
-    });
     let c2 = controller.clone();
     let s2 = shutdown.clone();
     let t_ctl = spawn(
         "control",
         Box::new(move || c2.serve(listener, move || s2.load(Ordering::Relaxed))),
     )?;
-    drop(tele_tx);
+    Ok(vec![t_fwd, t_ret, t_tele, t_ctl])
+}
 
+/// The oracle ETEN notice map of `dir`, opened, if the direction has `oracle_eten`.
+fn open_oracle(link: &LinkConfig, dir: Dir) -> Result<Option<oracle::Oracle>, String> {
+    let Some(o) = &link.direction(dir).oracle_eten else {
+        return Ok(None);
+    };
+    let oracle = oracle::Oracle::open(&o.map_pin)
+        .map_err(|e| format!("{}.oracle_eten.map_pin: {e}", dir.as_str()))?;
     log(&format!(
-        "running: gw={} ({:?}) st={} ({:?}), control http://{}, telemetry {}",
-        cfg.ports.gw.interface,
-        cfg.ports.gw.kind,
-        cfg.ports.st.interface,
-        cfg.ports.st.kind,
-        cfg.control.listen,
-        sock_path.display()
+        "{}: oracle ETEN notices go to {}",
+        dir.as_str(),
+        o.map_pin.display()
     ));
+    Ok(Some(oracle))
+}
 
-    // Wait for SIGINT/SIGTERM (blocked in every thread, taken here synchronously).
+/// A panic in any thread (a bug) ends the whole process with an error, so a supervisor sees it,
+/// instead of leaving a half-working link behind.
+fn exit_on_panic(sock_path: PathBuf) {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        log("internal error (panic): exiting");
+        telemetry::remove_socket(&sock_path);
+        std::process::exit(70);
+    }));
+}
+
+/// The environment variable `name`, a whole number of microseconds, in ns (`None` if unset or
+/// not a number).
+fn env_us_as_ns(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|us| us * 1000)
+}
+
+/// Waits for SIGINT or SIGTERM (blocked in every thread by `block_signals`, taken here
+/// synchronously) and returns which came.
+fn wait_for_signal(set: &libc::sigset_t) -> libc::c_int {
     let mut sig: libc::c_int = 0;
     // SAFETY: valid sigset and output pointer.
-    unsafe { libc::sigwait(&sigset, &mut sig) };
-    log(&format!("signal {sig}: shutting down"));
-    shutdown.store(true, Ordering::Relaxed);
-    for h in &controller.dirs {
-        h.wake();
-    }
-    for t in [t_fwd, t_ret, t_tele, t_ctl] {
-        let _ = t.join();
-    }
-    telemetry::remove_socket(&sock_path);
-    Ok(())
+    unsafe { libc::sigwait(set, &mut sig) };
+    sig
 }

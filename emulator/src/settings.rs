@@ -239,17 +239,16 @@ impl EmulatorConfig {
                 ));
             }
             if p.kind != PortKind::AfXdp {
-                if p.queue.is_some() {
-                    return Err(ConfigError::field(
-                        format!("{name}.queue"),
-                        "is only for kind af_xdp",
-                    ));
-                }
-                if p.xdp_mode.is_some() {
-                    return Err(ConfigError::field(
-                        format!("{name}.xdp_mode"),
-                        "is only for kind af_xdp",
-                    ));
+                for (field, given) in [
+                    ("queue", p.queue.is_some()),
+                    ("xdp_mode", p.xdp_mode.is_some()),
+                ] {
+                    if given {
+                        return Err(ConfigError::field(
+                            format!("{name}.{field}"),
+                            "is only for kind af_xdp",
+                        ));
+                    }
                 }
             }
             check_range(&format!("{name}.queue"), p.queue.unwrap_or(0), 0, 1023, "")?;
@@ -283,7 +282,6 @@ impl EmulatorConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkmodel::config::LinkKind;
     use linkmodel::Direction;
 
     fn err(yaml: &str) -> String {
@@ -298,37 +296,49 @@ mod tests {
         assert_eq!(c.telemetry.period_ms, 100);
         assert_eq!(c.telemetry.events, EventLevel::Losses);
         assert_eq!(c.ports.gw.kind, PortKind::AfPacket);
-        assert_eq!(c.forward.kind, Some(LinkKind::Dvbs2));
-        assert_eq!(c.return_.kind, Some(LinkKind::Rcs2));
-        assert_eq!(c.forward.symbol_rate_baud, Some(40e6));
-        assert_eq!(c.forward.uplink.attenuation.tick_ms, Some(1000));
+        // The link's sections resolve as the link model's own (whose defaults
+        // crates/linkmodel/tests/config.rs checks).
+        assert_eq!(c.link(), LinkConfig::from_yaml_str("").unwrap());
         // The resolved configuration serializes (emulator --check prints it as JSON).
         let j = serde_json::to_value(&c).unwrap();
         assert_eq!(j["return"]["kind"], "rcs2");
-        assert_eq!(j["forward"]["acm"]["mode"], "acm");
     }
 
     #[test]
     fn field_errors_name_path_value_and_limit() {
-        assert_eq!(
-            err("telemetry: {period_ms: 1}"),
-            "telemetry.period_ms: value 1 is outside the allowed range [10, 60000] ms"
-        );
-        assert!(err("control: {listen: localhost}").starts_with("control.listen:"));
-        assert!(err("ports: {gw: {interface: a}, st: {interface: a}}")
-            .starts_with("ports.st.interface"));
-        assert_eq!(
-            err("ports: {gw: {interface: a, queue: 1}}"),
-            "ports.gw.queue: is only for kind af_xdp"
-        );
-        assert_eq!(
-            err("ports: {st: {interface: a, kind: tap, xdp_mode: copy}}"),
-            "ports.st.xdp_mode: is only for kind af_xdp"
-        );
-        assert_eq!(
-            err("ports: {gw: {interface: a, kind: af_xdp, queue: 5000}}"),
-            "ports.gw.queue: value 5000 is outside the allowed range [0, 1023]"
-        );
+        // A row gives the whole message or its start.
+        for (yaml, want) in [
+            (
+                "telemetry: {period_ms: 1}",
+                "telemetry.period_ms: value 1 is outside the allowed range [10, 60000] ms",
+            ),
+            ("control: {listen: localhost}", "control.listen:"),
+            (
+                "ports: {gw: {interface: a}, st: {interface: a}}",
+                "ports.st.interface",
+            ),
+            (
+                "ports: {gw: {interface: a, queue: 1}}",
+                "ports.gw.queue: is only for kind af_xdp",
+            ),
+            (
+                "ports: {st: {interface: a, kind: tap, xdp_mode: copy}}",
+                "ports.st.xdp_mode: is only for kind af_xdp",
+            ),
+            (
+                "ports: {gw: {interface: a, kind: af_xdp, queue: 5000}}",
+                "ports.gw.queue: value 5000 is outside the allowed range [0, 1023]",
+            ),
+            // The link's sections are checked too (linkmodel's tests/config.rs has the rest).
+            (
+                "forward: {acm: {margin_db: 50}}",
+                "forward.acm.margin_db: value 50 is outside the allowed range [0, 20] dB",
+            ),
+            ("seed: -1", "<config>: seed"),
+        ] {
+            let e = err(yaml);
+            assert!(e.starts_with(want), "{yaml}: {e}");
+        }
         let c = EmulatorConfig::from_yaml_str(
             "ports: {gw: {interface: a, kind: af_xdp, queue: 2, xdp_mode: copy}}",
         )
@@ -338,13 +348,6 @@ mod tests {
             (c.ports.gw.queue, c.ports.gw.xdp_mode),
             (Some(2), Some(XdpMode::Copy))
         );
-        // The link's sections are checked too (linkmodel's tests/config.rs has the rest).
-        assert_eq!(
-            err("forward: {acm: {margin_db: 50}}"),
-            "forward.acm.margin_db: value 50 is outside the allowed range [0, 20] dB"
-        );
-        let e = err("seed: -1");
-        assert!(e.starts_with("<config>: seed"), "{e}");
     }
 
     #[test]

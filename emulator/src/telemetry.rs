@@ -481,51 +481,33 @@ mod tests {
         serde_json::from_str::<serde_json::Value>(&s).unwrap();
     }
 
+    /// `e` as its stream line, parsed back.
+    fn encoded(e: &Event) -> serde_json::Value {
+        let mut s = String::new();
+        encode_event(&mut s, e);
+        serde_json::from_str(&s).unwrap()
+    }
+
     #[test]
     fn event_flow_fields_only_when_headers_intact() {
         let f = tcp_frame();
-        let mut s = String::new();
-        encode_event(
-            &mut s,
-            &Event::from_frame(
-                0,
-                Dir::Forward,
-                EventKind::Corrupted,
-                &f,
-                Some(HitRegion::IpHeader),
-            ),
-        );
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let forward =
+            |t_ns, kind, hit| encoded(&Event::from_frame(t_ns, Dir::Forward, kind, &f, hit));
+
+        let v = forward(0, EventKind::Corrupted, Some(HitRegion::IpHeader));
         assert!(v.get("src").is_none() && v.get("sport").is_none());
         assert_eq!(v["hit"], "ip_header");
 
-        s.clear();
-        encode_event(
-            &mut s,
-            &Event::from_frame(
-                0,
-                Dir::Forward,
-                EventKind::Corrupted,
-                &f,
-                Some(HitRegion::TransportHeader),
-            ),
-        );
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let v = forward(0, EventKind::Corrupted, Some(HitRegion::TransportHeader));
         assert_eq!(v["src"], "10.0.0.1");
         assert!(v.get("sport").is_none() && v.get("seq").is_none());
 
-        s.clear();
-        encode_event(
-            &mut s,
-            &Event::from_frame(5_000, Dir::Forward, EventKind::QueueDrop, &f, None),
-        );
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let v = forward(5_000, EventKind::QueueDrop, None);
         assert_eq!(v["kind"], "queue_drop");
         assert_eq!(v["t_ms"], 0.005);
         assert_eq!(v["seq"], 16909060);
         assert!(v["hit"].is_null());
 
-        s.clear();
         let udp = Event {
             t_ns: 0,
             dir: Dir::Forward,
@@ -541,8 +523,7 @@ mod tests {
             }),
             hit: None,
         };
-        encode_event(&mut s, &udp);
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let v = encoded(&udp);
         assert!(v["seq"].is_null());
         assert_eq!(v["dport"], 2);
     }

@@ -10,7 +10,6 @@
 use crate::modcod::{FrameSize, ModCod};
 
 struct Gf {
-    m: usize,
     n: usize, // 2^m - 1
     exp: Vec<u32>,
     log: Vec<u32>,
@@ -33,7 +32,7 @@ impl Gf {
         for i in n..2 * n {
             exp[i] = exp[i - n];
         }
-        Gf { m, n, exp, log }
+        Gf { n, exp, log }
     }
     fn mul(&self, a: u32, b: u32) -> u32 {
         if a == 0 || b == 0 {
@@ -157,9 +156,31 @@ impl Bch {
         if self.is_codeword(word) {
             return BchResult::Corrected(0);
         }
+        let s = self.syndromes(word);
+        let (c, l) = self.berlekamp_massey(&s);
+        if l > self.t {
+            return BchResult::Failed;
+        }
+        let found = self.chien_search(&c[..=l], word.len());
+        if found.len() != l {
+            return BchResult::Failed;
+        }
+        for &p in &found {
+            word[p] ^= 1;
+        }
+        if !self.is_codeword(word) {
+            for &p in &found {
+                word[p] ^= 1;
+            }
+            return BchResult::Failed;
+        }
+        BchResult::Corrected(l)
+    }
+
+    /// Syndromes S_j = r(alpha^j), j = 1..2t (index 0 unused); bit p has degree n-1-p.
+    fn syndromes(&self, word: &[u8]) -> Vec<u32> {
         let gf = &self.gf;
         let n = word.len();
-        // Syndromes S_j = r(alpha^j), j = 1..2t; bit p has degree n-1-p.
         let ones: Vec<usize> = (0..n)
             .filter(|&p| word[p] == 1)
             .map(|p| n - 1 - p)
@@ -172,7 +193,13 @@ impl Bch {
             }
             *sj = acc;
         }
-        // Berlekamp-Massey.
+        s
+    }
+
+    /// Berlekamp-Massey: the error-locator polynomial C (coefficient i of x^i, 2t + 1 of them)
+    /// and its degree L, the number of errors it locates.
+    fn berlekamp_massey(&self, s: &[u32]) -> (Vec<u32>, usize) {
+        let gf = &self.gf;
         let two_t = 2 * self.t;
         let mut c = vec![0u32; two_t + 1];
         let mut b = vec![0u32; two_t + 1];
@@ -202,17 +229,19 @@ impl Bch {
                 m += 1;
             }
         }
-        if l > self.t {
-            return BchResult::Failed;
-        }
-        // Chien search over the positions of the shortened word: an error at degree d makes
-        // C(alpha^-d) = 0.
+        (c, l)
+    }
+
+    /// Chien search over the `n` positions of the shortened word: an error at degree d makes
+    /// C(alpha^-d) = 0. Returns the bit positions (index into the word) of the roots.
+    fn chien_search(&self, c: &[u32], n: usize) -> Vec<usize> {
+        let gf = &self.gf;
         let mut found = Vec::new();
         for d in 0..n {
             let xinv = gf.pow_alpha((gf.n - d % gf.n) % gf.n);
             let mut v = 0u32;
             let mut xp = 1u32;
-            for &ci in &c[..=l] {
+            for &ci in c {
                 v ^= gf.mul(ci, xp);
                 xp = gf.mul(xp, xinv);
             }
@@ -220,20 +249,7 @@ impl Bch {
                 found.push(n - 1 - d);
             }
         }
-        if found.len() != l {
-            return BchResult::Failed;
-        }
-        for &p in &found {
-            word[p] ^= 1;
-        }
-        if !self.is_codeword(word) {
-            for &p in &found {
-                word[p] ^= 1;
-            }
-            return BchResult::Failed;
-        }
-        let _ = gf.m;
-        BchResult::Corrected(l)
+        found
     }
 
     /// Parity bits (N_bch - K_bch) of `info` (K_bch bits): the systematic encoder (tests).

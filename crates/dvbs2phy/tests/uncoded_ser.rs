@@ -100,6 +100,13 @@ fn check(id: u32, esn0_db: f64, reference: f64, seed: u64) {
     );
 }
 
+/// `check` against the quadrature SER of the MODCOD's constellation.
+fn check_against_quadrature(id: u32, esn0_db: f64, seed: u64) {
+    let mc = ModCod::new(id, FrameSize::Normal, false).unwrap();
+    let reference = quadrature_ser(&Constellation::of(&mc).points, esn0_db);
+    check(id, esn0_db, reference, seed);
+}
+
 #[test]
 fn qpsk_matches_closed_form() {
     for esn0 in [4.0, 7.0] {
@@ -120,26 +127,20 @@ fn closed_form_and_quadrature_agree_on_qpsk() {
 
 #[test]
 fn psk8_matches_quadrature() {
-    let mc = ModCod::new(13, FrameSize::Normal, false).unwrap();
-    let reference = quadrature_ser(&Constellation::of(&mc).points, 11.0);
-    check(13, 11.0, reference, 12);
+    check_against_quadrature(13, 11.0, 12);
 }
 
 #[test]
 fn apsk16_matches_quadrature_for_every_ring_ratio() {
     for id in [18, 23] {
-        let mc = ModCod::new(id, FrameSize::Normal, false).unwrap();
-        let reference = quadrature_ser(&Constellation::of(&mc).points, 14.0);
-        check(id, 14.0, reference, 13 + u64::from(id));
+        check_against_quadrature(id, 14.0, 13 + u64::from(id));
     }
 }
 
 #[test]
 fn apsk32_matches_quadrature_for_every_ring_ratio() {
     for id in [24, 28] {
-        let mc = ModCod::new(id, FrameSize::Normal, false).unwrap();
-        let reference = quadrature_ser(&Constellation::of(&mc).points, 18.0);
-        check(id, 18.0, reference, 17 + u64::from(id));
+        check_against_quadrature(id, 18.0, 17 + u64::from(id));
     }
 }
 

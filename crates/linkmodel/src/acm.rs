@@ -240,17 +240,9 @@ mod tests {
 
     #[test]
     fn hysteresis() {
-        let (t, v) = thresholds();
+        let (t, _) = thresholds();
         let ch = Channel::constant(20.0, 20.0, 0.0, 0.0);
-        let mut a = AcmLoop::new(
-            Mode::Acm,
-            v,
-            100,
-            0.0,
-            0.5,
-            DelaySource::fixed_ms(250.0),
-            &ch,
-        );
+        let mut a = acm(0.0, 0.5, &ch);
         assert_eq!(t.rows[a.current()].id, 28);
         a.apply_report(13.0); // down at once: 16APSK 8/9 (12.89)
         assert_eq!(t.rows[a.current()].id, 22);
@@ -266,19 +258,11 @@ mod tests {
 
     #[test]
     fn reports_arrive_after_feedback_delay() {
-        let (t, v) = thresholds();
+        let (t, _) = thresholds();
         // Step of 6 dB at t = 1 s on the downlink.
         let mut ch = Channel::constant(20.0, 20.0, 0.0, 0.0);
         ch.set_override(1_000_000_000, 6.0);
-        let mut a = AcmLoop::new(
-            Mode::Acm,
-            v,
-            100,
-            0.0,
-            0.0,
-            DelaySource::fixed_ms(250.0),
-            &ch,
-        );
+        let mut a = acm(0.0, 0.0, &ch);
         a.update(1_249_999_999, &ch);
         assert_eq!(t.rows[a.current()].id, 28);
         assert_eq!(a.next_report_arrival_ns(), Some(1_250_000_000));

@@ -64,21 +64,8 @@ pub(crate) fn parse_tick_values(
     let mut points: Vec<(u64, f64)> = Vec::new();
     for (line, f) in textfile::data_lines(text) {
         textfile::at_most(path, line, &f, 2)?;
-        let tick: u64 = f[0].parse().map_err(|_| {
-            ConfigError::file(
-                path,
-                line,
-                format!("tick {:?} is not an unsigned integer", f[0]),
-            )
-        })?;
-        let v = textfile::finite(path, line, &f, 1, what)?;
-        if v < lo || v > hi {
-            return Err(ConfigError::file(
-                path,
-                line,
-                format!("{what} {v} is outside [{lo}, {hi}]"),
-            ));
-        }
+        let tick: u64 = textfile::unsigned(path, line, f[0], "tick", "")?;
+        let v = textfile::finite_within(path, line, &f, 1, what, lo..=hi, "")?;
         if let Some(&(prev, _)) = points.last() {
             if tick <= prev {
                 return Err(ConfigError::file(
@@ -332,33 +319,26 @@ mod tests {
 
     #[test]
     fn malformed_traces() {
-        let p = Path::new("rain.csv");
-        let e = Trace::parse("0 0\n5 1.5\n3 2\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "rain.csv:3: tick 3 is not after the previous tick 5 (ticks must increase)"
-        );
-        let e = Trace::parse("0 0\n-1 2\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "rain.csv:2: tick \"-1\" is not an unsigned integer"
-        );
-        let e = Trace::parse("0 zero\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "rain.csv:1: attenuation dB \"zero\" is not a valid number"
-        );
-        let e = Trace::parse("0 1 2\n", p).unwrap_err();
-        assert!(
-            e.to_string().starts_with("rain.csv:1: expected 2 fields"),
-            "{e}"
-        );
-        let e = Trace::parse("0\n", p).unwrap_err();
-        assert!(
-            e.to_string().starts_with("rain.csv:1: missing field 2"),
-            "{e}"
-        );
-        let e = Trace::parse("\n# empty\n", p).unwrap_err();
-        assert!(e.to_string().starts_with("rain.csv: no data lines"), "{e}");
+        // Each error names the file and the line; a row gives the whole message or its start.
+        for (text, want) in [
+            (
+                "0 0\n5 1.5\n3 2\n",
+                "rain.csv:3: tick 3 is not after the previous tick 5 (ticks must increase)",
+            ),
+            (
+                "0 0\n-1 2\n",
+                "rain.csv:2: tick \"-1\" is not an unsigned integer",
+            ),
+            (
+                "0 zero\n",
+                "rain.csv:1: attenuation dB \"zero\" is not a valid number",
+            ),
+            ("0 1 2\n", "rain.csv:1: expected 2 fields"),
+            ("0\n", "rain.csv:1: missing field 2"),
+            ("\n# empty\n", "rain.csv: no data lines"),
+        ] {
+            let e = Trace::parse(text, Path::new("rain.csv")).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{text:?}: {e}");
+        }
     }
 }

@@ -56,13 +56,7 @@ impl Pattern {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let mut p = Pattern::default();
         for (line, f) in textfile::data_lines(text) {
-            let idx: u64 = f[0].parse().map_err(|_| {
-                ConfigError::file(
-                    path,
-                    line,
-                    format!("packet index {:?} is not an unsigned integer", f[0]),
-                )
-            })?;
+            let idx: u64 = textfile::unsigned(path, line, f[0], "packet index", "")?;
             if let Some(&(prev, _, _)) = p.entries.last() {
                 if idx <= prev {
                     return Err(ConfigError::file(
@@ -81,13 +75,7 @@ impl Pattern {
             }
             let start = p.offsets.len() as u32;
             for s in &f[1..] {
-                let off: u32 = s.parse().map_err(|_| {
-                    ConfigError::file(
-                        path,
-                        line,
-                        format!("bit offset {s:?} is not an unsigned integer below 2^32"),
-                    )
-                })?;
+                let off: u32 = textfile::unsigned(path, line, s, "bit offset", " below 2^32")?;
                 p.offsets.push(off);
             }
             p.entries.push((idx, start, (f.len() - 1) as u32));
@@ -702,18 +690,19 @@ mod tests {
 
     #[test]
     fn malformed_pattern() {
-        let p = Path::new("e.pat");
-        let e = Pattern::parse("5 1\n5 2\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "e.pat:2: packet index 5 is not after the previous index 5"
-        );
-        let e = Pattern::parse("1 x\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "e.pat:1: bit offset \"x\" is not an unsigned integer below 2^32"
-        );
-        let e = Pattern::parse("\n7\n", p).unwrap_err();
-        assert_eq!(e.to_string(), "e.pat:2: packet 7 has no bit offsets");
+        for (text, want) in [
+            (
+                "5 1\n5 2\n",
+                "e.pat:2: packet index 5 is not after the previous index 5",
+            ),
+            (
+                "1 x\n",
+                "e.pat:1: bit offset \"x\" is not an unsigned integer below 2^32",
+            ),
+            ("\n7\n", "e.pat:2: packet 7 has no bit offsets"),
+        ] {
+            let e = Pattern::parse(text, Path::new("e.pat")).unwrap_err();
+            assert_eq!(e.to_string(), want, "{text:?}");
+        }
     }
 }

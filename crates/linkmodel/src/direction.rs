@@ -146,32 +146,23 @@ impl Direction {
     /// `cfg.seed` and `dir`. Opens the bit-error record file if one is configured.
     pub fn new(cfg: &LinkConfig, dir: Dir) -> Result<Self, ConfigError> {
         let d = cfg.direction(dir);
-        let LinkSetup {
-            channel,
-            delay,
-            phy,
-            dama,
-            curves,
-            corrupt_floors,
-            mut bit_errors,
-            residual,
-        } = LinkSetup::build(cfg, dir)?;
+        let mut s = LinkSetup::build(cfg, dir)?;
         if let Some(path) = &d.bit_errors.record_file {
-            bit_errors.open_recorder(path)?;
+            s.bit_errors.open_recorder(path)?;
         }
         Ok(Direction {
             dir,
-            channel,
-            delay,
+            channel: s.channel,
+            delay: s.delay,
             queue: Queue::from_config(&d.queue),
-            scheduler: Scheduler::new(phy, dama, d.gse_label_bytes),
+            scheduler: Scheduler::new(s.phy, s.dama, d.gse_label_bytes),
             erasure: Erasure::new(
-                curves,
-                corrupt_floors,
+                s.curves,
+                s.corrupt_floors,
                 Rng::derive(cfg.seed, dir, Stream::Erasure),
             ),
-            bit_errors,
-            residual,
+            bit_errors: s.bit_errors,
+            residual: s.residual,
             reorder: Reorder::new(&d.reorder, Rng::derive(cfg.seed, dir, Stream::Reorder)),
             line: DelayLine::new(),
             queue_drops: Vec::new(),

@@ -158,83 +158,22 @@ impl ModcodTable {
     /// Parses the text of a table; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let mut rows: Vec<Modcod> = Vec::new();
+        // The optional `nb_fmt` line (OpenSAND's row count) and where it stands.
         let mut nb_fmt: Option<(usize, usize)> = None;
         for (line, f) in textfile::data_lines(text) {
             if f[0].eq_ignore_ascii_case("nb_fmt") || f[0].starts_with("nb_fmt=") {
-                let n = f.last().unwrap().trim_start_matches("nb_fmt=");
-                let n: usize = n.parse().map_err(|_| {
-                    ConfigError::file(path, line, format!("nb_fmt value {n:?} is not an integer"))
-                })?;
-                nb_fmt = Some((n, line));
+                nb_fmt = Some((parse_nb_fmt(path, line, &f)?, line));
                 continue;
             }
-            textfile::at_most(path, line, &f, 5)?;
-            if f.len() < 5 {
+            let row = parse_row(path, line, &f)?;
+            if rows.iter().any(|r| r.id == row.id) {
                 return Err(ConfigError::file(
                     path,
                     line,
-                    format!(
-                        "expected 5 fields `id MOD rate efficiency esn0_db`, found {}",
-                        f.len()
-                    ),
+                    format!("MODCOD id {} is defined twice", row.id),
                 ));
             }
-            let id: u32 = textfile::field(path, line, &f, 0, "MODCOD id")?;
-            if id == 0 || id > 255 {
-                return Err(ConfigError::file(
-                    path,
-                    line,
-                    format!("MODCOD id {id} is outside [1, 255]"),
-                ));
-            }
-            let modulation = Modulation::parse(f[1]).ok_or_else(|| {
-                ConfigError::file(
-                    path,
-                    line,
-                    format!(
-                        "unknown modulation {:?} (BPSK, Pi/2BPSK, QPSK, 8PSK, 8APSK, 16APSK, 16QAM, 32APSK, 64APSK, 128APSK, 256APSK)",
-                        f[1]
-                    ),
-                )
-            })?;
-            let rate = f[2].to_string();
-            if fraction(&rate).is_none() {
-                return Err(ConfigError::file(
-                    path,
-                    line,
-                    format!("code rate {rate:?} is not a fraction k/n (or k/n-L) with 0 < k < n"),
-                ));
-            }
-            let efficiency = textfile::finite(path, line, &f, 3, "efficiency")?;
-            if !(0.01..=10.0).contains(&efficiency) {
-                return Err(ConfigError::file(
-                    path,
-                    line,
-                    format!("efficiency {efficiency} is outside [0.01, 10] bit/symbol"),
-                ));
-            }
-            let esn0_db = textfile::finite(path, line, &f, 4, "required Es/N0")?;
-            if !(-30.0..=60.0).contains(&esn0_db) {
-                return Err(ConfigError::file(
-                    path,
-                    line,
-                    format!("required Es/N0 {esn0_db} dB is outside [-30, 60] dB"),
-                ));
-            }
-            if rows.iter().any(|r| r.id == id) {
-                return Err(ConfigError::file(
-                    path,
-                    line,
-                    format!("MODCOD id {id} is defined twice"),
-                ));
-            }
-            rows.push(Modcod {
-                id,
-                modulation,
-                rate,
-                efficiency,
-                esn0_db,
-            });
+            rows.push(row);
         }
         if rows.is_empty() {
             return Err(ConfigError::io(
@@ -257,6 +196,72 @@ impl ModcodTable {
     pub fn index_of(&self, id: u32) -> Option<usize> {
         self.rows.iter().position(|r| r.id == id)
     }
+}
+
+/// The row count of an `nb_fmt N` (or `nb_fmt=N`) line.
+fn parse_nb_fmt(path: &Path, line: usize, f: &[&str]) -> Result<usize, ConfigError> {
+    let n = f.last().unwrap().trim_start_matches("nb_fmt=");
+    n.parse()
+        .map_err(|_| ConfigError::file(path, line, format!("nb_fmt value {n:?} is not an integer")))
+}
+
+/// One `id MOD rate efficiency esn0_db` row, each field checked.
+fn parse_row(path: &Path, line: usize, f: &[&str]) -> Result<Modcod, ConfigError> {
+    textfile::at_most(path, line, f, 5)?;
+    if f.len() < 5 {
+        return Err(ConfigError::file(
+            path,
+            line,
+            format!(
+                "expected 5 fields `id MOD rate efficiency esn0_db`, found {}",
+                f.len()
+            ),
+        ));
+    }
+    let id: u32 = textfile::field(path, line, f, 0, "MODCOD id")?;
+    if id == 0 || id > 255 {
+        return Err(ConfigError::file(
+            path,
+            line,
+            format!("MODCOD id {id} is outside [1, 255]"),
+        ));
+    }
+    let modulation = Modulation::parse(f[1]).ok_or_else(|| {
+        ConfigError::file(
+            path,
+            line,
+            format!(
+                "unknown modulation {:?} (BPSK, Pi/2BPSK, QPSK, 8PSK, 8APSK, 16APSK, 16QAM, 32APSK, 64APSK, 128APSK, 256APSK)",
+                f[1]
+            ),
+        )
+    })?;
+    let rate = f[2].to_string();
+    if fraction(&rate).is_none() {
+        return Err(ConfigError::file(
+            path,
+            line,
+            format!("code rate {rate:?} is not a fraction k/n (or k/n-L) with 0 < k < n"),
+        ));
+    }
+    let efficiency =
+        textfile::finite_within(path, line, f, 3, "efficiency", 0.01..=10.0, " bit/symbol")?;
+    let esn0_db = textfile::finite(path, line, f, 4, "required Es/N0")?;
+    // Not `finite_within`: this message gives the value's unit too.
+    if !(-30.0..=60.0).contains(&esn0_db) {
+        return Err(ConfigError::file(
+            path,
+            line,
+            format!("required Es/N0 {esn0_db} dB is outside [-30, 60] dB"),
+        ));
+    }
+    Ok(Modcod {
+        id,
+        modulation,
+        rate,
+        efficiency,
+        esn0_db,
+    })
 }
 
 /// `k/n` or `k/n-L` as (k, n, linear-channel constellation), with 0 < k < n.
@@ -615,31 +620,29 @@ mod tests {
 
     #[test]
     fn malformed_tables_name_file_line_reason() {
-        let p = Path::new("t.txt");
-        let e = ModcodTable::parse("1 QPSK 1/4 0.49 -2.35\n2 QPSK 1/3 abc -1.24\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "t.txt:2: efficiency \"abc\" is not a valid number"
-        );
-        let e = ModcodTable::parse("# c\n1 QPSQ 1/4 0.49 -2.35\n", p).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("t.txt:2: unknown modulation \"QPSQ\""),
-            "{e}"
-        );
-        let e = ModcodTable::parse("1 QPSK 1/4 0.49 -2.35\n1 QPSK 1/3 0.6 -1\n", p).unwrap_err();
-        assert_eq!(e.to_string(), "t.txt:2: MODCOD id 1 is defined twice");
-        let e = ModcodTable::parse("nb_fmt = 3\n1 QPSK 1/4 0.49 -2.35\n", p).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "t.txt:1: nb_fmt = 3 but the file has 1 MODCOD rows"
-        );
-        let e = ModcodTable::parse("1 QPSK 5/4 0.49 -2.35\n", p).unwrap_err();
-        assert!(e.to_string().contains("t.txt:1: code rate \"5/4\""), "{e}");
-        let e = ModcodTable::parse("1 QPSK 1/4 0.49\n", p).unwrap_err();
-        assert!(
-            e.to_string().starts_with("t.txt:1: expected 5 fields"),
-            "{e}"
-        );
+        // A row gives the whole message or its start.
+        for (text, want) in [
+            (
+                "1 QPSK 1/4 0.49 -2.35\n2 QPSK 1/3 abc -1.24\n",
+                "t.txt:2: efficiency \"abc\" is not a valid number",
+            ),
+            (
+                "# c\n1 QPSQ 1/4 0.49 -2.35\n",
+                "t.txt:2: unknown modulation \"QPSQ\"",
+            ),
+            (
+                "1 QPSK 1/4 0.49 -2.35\n1 QPSK 1/3 0.6 -1\n",
+                "t.txt:2: MODCOD id 1 is defined twice",
+            ),
+            (
+                "nb_fmt = 3\n1 QPSK 1/4 0.49 -2.35\n",
+                "t.txt:1: nb_fmt = 3 but the file has 1 MODCOD rows",
+            ),
+            ("1 QPSK 5/4 0.49 -2.35\n", "t.txt:1: code rate \"5/4\""),
+            ("1 QPSK 1/4 0.49\n", "t.txt:1: expected 5 fields"),
+        ] {
+            let e = ModcodTable::parse(text, Path::new("t.txt")).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{text:?}: {e}");
+        }
     }
 }

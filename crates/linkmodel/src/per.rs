@@ -74,14 +74,7 @@ pub fn parse(text: &str, path: &Path) -> Result<BTreeMap<u32, PerCurve>, ConfigE
         textfile::at_most(path, line, &f, 3)?;
         let id: u32 = textfile::field(path, line, &f, 0, "modcod_id")?;
         let esn0 = textfile::finite(path, line, &f, 1, "esn0_db")?;
-        let per = textfile::finite(path, line, &f, 2, "per")?;
-        if !(0.0..=1.0).contains(&per) {
-            return Err(ConfigError::file(
-                path,
-                line,
-                format!("per {per} is outside [0, 1]"),
-            ));
-        }
+        let per = textfile::finite_within(path, line, &f, 2, "per", 0.0..=1.0, "")?;
         if !(-50.0..=80.0).contains(&esn0) {
             return Err(ConfigError::file(
                 path,

@@ -45,6 +45,24 @@ pub fn field<T: std::str::FromStr>(
         .map_err(|_| ConfigError::file(path, line, format!("{what} {s:?} is not a valid number")))
 }
 
+/// Parses `s` as an unsigned integer T, or an error naming file, line and `what` ("is not an
+/// unsigned integer", then `bound`, e.g. " below 2^32" for a u32).
+pub fn unsigned<T: std::str::FromStr>(
+    path: &Path,
+    line: usize,
+    s: &str,
+    what: &str,
+    bound: &str,
+) -> Result<T, ConfigError> {
+    s.parse::<T>().map_err(|_| {
+        ConfigError::file(
+            path,
+            line,
+            format!("{what} {s:?} is not an unsigned integer{bound}"),
+        )
+    })
+}
+
 /// Parses a finite f64 field.
 pub fn finite(
     path: &Path,
@@ -59,6 +77,31 @@ pub fn finite(
             path,
             line,
             format!("{what} {v} is not finite"),
+        ));
+    }
+    Ok(v)
+}
+
+/// Parses a finite f64 field within `range`; the error gives the limits followed by `unit`.
+pub fn finite_within(
+    path: &Path,
+    line: usize,
+    fields: &[&str],
+    idx: usize,
+    what: &str,
+    range: std::ops::RangeInclusive<f64>,
+    unit: &str,
+) -> Result<f64, ConfigError> {
+    let v = finite(path, line, fields, idx, what)?;
+    if !range.contains(&v) {
+        return Err(ConfigError::file(
+            path,
+            line,
+            format!(
+                "{what} {v} is outside [{}, {}]{unit}",
+                range.start(),
+                range.end()
+            ),
         ));
     }
     Ok(v)

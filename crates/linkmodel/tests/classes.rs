@@ -1,19 +1,10 @@
 //! Per-class queues (`queue.classes`) through a whole Direction in virtual time, and their
 //! configuration errors.
 
-use linkmodel::{Dir, Direction, LinkConfig, Outcome};
+use linkmodel::{Dir, Direction, Outcome};
 
-const MS: u64 = 1_000_000;
-
-fn cfg(yaml: &str) -> LinkConfig {
-    LinkConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(yaml: &str) -> String {
-    LinkConfig::from_yaml_str(yaml)
-        .expect_err(&format!("{yaml} should be refused"))
-        .to_string()
-}
+mod common;
+use common::{cfg, err, MS};
 
 /// Ethernet + IPv4 + UDP frame of `len` bytes, DSCP `dscp`, with `idx` in the payload.
 fn udp(len: usize, dscp: u8, idx: u32) -> Vec<u8> {
@@ -146,47 +137,56 @@ fn weighted_classes_share_a_saturated_link() {
 fn class_configuration_errors_name_the_field_and_the_limit() {
     let q =
         |classes: &str| format!("forward: {{queue: {{limit_packets: 100, classes: {classes}}}}}");
-    assert_eq!(
-        err(&q("[{name: a, dscp: [46]}]")),
-        "forward.queue.classes: no default class: exactly one class must have neither dscp nor flows (it takes every packet no rule selects)"
-    );
-    assert!(err(&q("[{name: a}, {name: b}]"))
-        .starts_with("forward.queue.classes: 2 default classes (a, b)"));
-    assert_eq!(
-        err(&q("[{name: a, dscp: [64]}, {name: b}]")),
-        "forward.queue.classes[0].dscp[0]: value 64 is outside the allowed range [0, 63]"
-    );
-    assert_eq!(
-        err(&q(
-            "[{name: a, dscp: [46]}, {name: b, dscp: [46]}, {name: c}]"
-        )),
-        "forward.queue.classes[1].dscp[0]: DSCP 46 already selects class \"a\""
-    );
-    assert_eq!(
-        err(&q("[{name: a, weight: 0}]")),
-        "forward.queue.classes[0].weight: value 0 is outside the allowed range [1, 1000]"
-    );
-    assert_eq!(
-        err(&q("[{name: a, priority: 8}]")),
-        "forward.queue.classes[0].priority: value 8 is outside the allowed range [0, 7]"
-    );
-    assert_eq!(
-        err(&q("[{name: a, limit_packets: 101}]")),
-        "forward.queue.classes[0].limit_packets: value 101 is outside the allowed range [1, 100] packets (at most queue.limit_packets)"
-    );
-    assert!(err(&q("[{name: A}]")).starts_with("forward.queue.classes[0].name: \"A\" is not"));
-    assert_eq!(
-        err(&q("[{name: a, dscp: [1]}, {name: a}]")),
-        "forward.queue.classes[1].name: class name \"a\" is used twice"
-    );
-    assert_eq!(
-        err(&q("[{name: a, flows: [{}]}, {name: b}]")),
-        "forward.queue.classes[0].flows[0]: a flow rule needs at least one of protocol, src_port, dst_port"
-    );
-    assert_eq!(
-        err(&q("[{name: a, flows: [{protocol: 1, dst_port: 80}]}, {name: b}]")),
-        "forward.queue.classes[0].flows[0].protocol: ports only exist for TCP (6) and UDP (17), not protocol 1"
-    );
+    // A row gives the whole message or its start.
+    for (classes, want) in [
+        (
+            "[{name: a, dscp: [46]}]",
+            "forward.queue.classes: no default class: exactly one class must have neither dscp nor flows (it takes every packet no rule selects)",
+        ),
+        (
+            "[{name: a}, {name: b}]",
+            "forward.queue.classes: 2 default classes (a, b)",
+        ),
+        (
+            "[{name: a, dscp: [64]}, {name: b}]",
+            "forward.queue.classes[0].dscp[0]: value 64 is outside the allowed range [0, 63]",
+        ),
+        (
+            "[{name: a, dscp: [46]}, {name: b, dscp: [46]}, {name: c}]",
+            "forward.queue.classes[1].dscp[0]: DSCP 46 already selects class \"a\"",
+        ),
+        (
+            "[{name: a, weight: 0}]",
+            "forward.queue.classes[0].weight: value 0 is outside the allowed range [1, 1000]",
+        ),
+        (
+            "[{name: a, priority: 8}]",
+            "forward.queue.classes[0].priority: value 8 is outside the allowed range [0, 7]",
+        ),
+        (
+            "[{name: a, limit_packets: 101}]",
+            "forward.queue.classes[0].limit_packets: value 101 is outside the allowed range [1, 100] packets (at most queue.limit_packets)",
+        ),
+        (
+            "[{name: A}]",
+            "forward.queue.classes[0].name: \"A\" is not",
+        ),
+        (
+            "[{name: a, dscp: [1]}, {name: a}]",
+            "forward.queue.classes[1].name: class name \"a\" is used twice",
+        ),
+        (
+            "[{name: a, flows: [{}]}, {name: b}]",
+            "forward.queue.classes[0].flows[0]: a flow rule needs at least one of protocol, src_port, dst_port",
+        ),
+        (
+            "[{name: a, flows: [{protocol: 1, dst_port: 80}]}, {name: b}]",
+            "forward.queue.classes[0].flows[0].protocol: ports only exist for TCP (6) and UDP (17), not protocol 1",
+        ),
+    ] {
+        let e = err(&q(classes));
+        assert!(e.starts_with(want), "{classes}: {e}");
+    }
     let many: Vec<String> = (0..17)
         .map(|i| format!("{{name: c{i}, dscp: [{i}]}}"))
         .collect();

@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 use linkmodel::config::{BitErrorModel, LinkKind};
 use linkmodel::{ConfigError, Dir, Direction, LinkConfig};
 
-fn err(yaml: &str) -> String {
-    LinkConfig::from_yaml_str(yaml).unwrap_err().to_string()
+mod common;
+use common::err;
+
+/// The error the configuration file `path` is refused with.
+fn file_err(path: &Path) -> String {
+    LinkConfig::from_yaml_file(path).unwrap_err().to_string()
 }
 
 fn tmpdir(tag: &str) -> PathBuf {
@@ -32,36 +36,55 @@ fn empty_config_has_geo_defaults() {
 
 #[test]
 fn field_errors_name_path_value_and_limit() {
-    assert_eq!(
-        err("forward: {acm: {margin_db: 50}}"),
-        "forward.acm.margin_db: value 50 is outside the allowed range [0, 20] dB"
-    );
-    assert_eq!(
-        err("return: {queue: {limit_packets: 0}}"),
-        "return.queue.limit_packets: value 0 is outside the allowed range [1, 10000000] packets"
-    );
-    assert_eq!(
-        err("forward: {downlink: {attenuation: {type: on_off, amplitude_db: 200}}}"),
-        "forward.downlink.attenuation.amplitude_db: value 200 is outside the allowed range [0, 100] dB"
-    );
-    assert!(err("forward: {acm: {mode: ccm}}").starts_with("forward.acm.modcod: required"));
-    assert!(err("forward: {acm: {mode: ccm, modcod: 29}}")
-        .starts_with("forward.acm.modcod: MODCOD id 29 is not in the table"));
-    assert!(err("forward: {frame: short, acm: {mode: ccm, modcod: 28}}")
-        .starts_with("forward.acm.modcod: MODCOD id 28 (32APSK 9/10) does not exist"));
-    assert!(err("forward: {acm: {mode: vcm, vcm_modcods: [28, 99]}}")
-        .starts_with("forward.acm.vcm_modcods[1]: MODCOD id 99"));
-    assert!(err("return: {kind: fixed}").starts_with("return.rate_bps: required"));
-    assert!(err("forward: {gse_label_bytes: 4}").starts_with("forward.gse_label_bytes: value 4"));
-    assert!(
-        err("forward: {delay_ms: 10, delay_file: {path: x}}").starts_with("forward.delay_file:")
-    );
-    assert!(err("forward: {uplink: {sky_noise: {enabled: true}}}")
-        .starts_with("forward.uplink.sky_noise.enabled"));
-    assert!(err("forward: {bit_errors: {model: pattern}}")
-        .starts_with("forward.bit_errors.pattern_file: required"));
-    assert!(err("return: {oracle_eten: {map_pin: eten_oracle}}")
-        .starts_with("return.oracle_eten.map_pin: eten_oracle is not an absolute path"));
+    // A row gives the whole message or its start.
+    for (yaml, want) in [
+        (
+            "forward: {acm: {margin_db: 50}}",
+            "forward.acm.margin_db: value 50 is outside the allowed range [0, 20] dB",
+        ),
+        (
+            "return: {queue: {limit_packets: 0}}",
+            "return.queue.limit_packets: value 0 is outside the allowed range [1, 10000000] packets",
+        ),
+        (
+            "forward: {downlink: {attenuation: {type: on_off, amplitude_db: 200}}}",
+            "forward.downlink.attenuation.amplitude_db: value 200 is outside the allowed range [0, 100] dB",
+        ),
+        ("forward: {acm: {mode: ccm}}", "forward.acm.modcod: required"),
+        (
+            "forward: {acm: {mode: ccm, modcod: 29}}",
+            "forward.acm.modcod: MODCOD id 29 is not in the table",
+        ),
+        (
+            "forward: {frame: short, acm: {mode: ccm, modcod: 28}}",
+            "forward.acm.modcod: MODCOD id 28 (32APSK 9/10) does not exist",
+        ),
+        (
+            "forward: {acm: {mode: vcm, vcm_modcods: [28, 99]}}",
+            "forward.acm.vcm_modcods[1]: MODCOD id 99",
+        ),
+        ("return: {kind: fixed}", "return.rate_bps: required"),
+        ("forward: {gse_label_bytes: 4}", "forward.gse_label_bytes: value 4"),
+        (
+            "forward: {delay_ms: 10, delay_file: {path: x}}",
+            "forward.delay_file:",
+        ),
+        (
+            "forward: {uplink: {sky_noise: {enabled: true}}}",
+            "forward.uplink.sky_noise.enabled",
+        ),
+        (
+            "forward: {bit_errors: {model: pattern}}",
+            "forward.bit_errors.pattern_file: required",
+        ),
+        (
+            "return: {oracle_eten: {map_pin: eten_oracle}}",
+            "return.oracle_eten.map_pin: eten_oracle is not an absolute path",
+        ),
+    ] {
+        let e = err(yaml);
+        assert!(e.starts_with(want), "{yaml}: {e}");
+    }
     assert!(err("forward: {oracle_eten: {}}").contains("missing field `map_pin`"));
 }
 
@@ -100,9 +123,7 @@ fn relative_paths_resolve_against_the_config_dir_and_files_are_checked() {
     );
     // A missing file names itself.
     std::fs::remove_file(d.join("traces/rain.csv")).unwrap();
-    let e = LinkConfig::from_yaml_file(&d.join("link.yaml"))
-        .unwrap_err()
-        .to_string();
+    let e = file_err(&d.join("link.yaml"));
     assert!(e.contains("traces/rain.csv: cannot read"), "{e}");
     std::fs::remove_dir_all(&d).ok();
 }
@@ -134,9 +155,7 @@ forward:
     let s = dir.status(0);
     assert_eq!(s.modcod.unwrap().id, 2);
     std::fs::write(d.join("per.csv"), "2,7.5,0.5\n2,7.9,2\n").unwrap();
-    let e = LinkConfig::from_yaml_file(&d.join("l.yaml"))
-        .unwrap_err()
-        .to_string();
+    let e = file_err(&d.join("l.yaml"));
     assert!(e.ends_with("per.csv:2: per 2 is outside [0, 1]"), "{e}");
     std::fs::remove_dir_all(&d).ok();
 }

@@ -2,19 +2,10 @@
 //! offered to an idle terminal goes out at CRA for one request round trip, then at CRA + the
 //! granted RBDC; configuration errors name the field.
 
-use linkmodel::{Dir, Direction, LinkConfig, Outcome};
+use linkmodel::{Dir, Direction, Outcome};
 
-const MS: u64 = 1_000_000;
-
-fn cfg(yaml: &str) -> LinkConfig {
-    LinkConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(yaml: &str) -> String {
-    LinkConfig::from_yaml_str(yaml)
-        .expect_err(&format!("{yaml} should be refused"))
-        .to_string()
-}
+mod common;
+use common::{cfg, err, MS};
 
 /// A 4 Mbaud RCS2 return link at QPSK 5/6 (107-byte slots of 536 symbols), 250 ms each way,
 /// DAMA with `dama` (YAML flow mapping entries).
@@ -113,34 +104,33 @@ fn without_dama_bursts_go_back_to_back() {
 
 #[test]
 fn dama_errors_name_the_field() {
-    let e = err(&return_link("cra_kbps: 9000"));
-    assert!(
-        e.starts_with("return.dama.cra_kbps: 9000 kbit/s does not fit"),
-        "{e}"
-    );
-    let e = err(&return_link("carriers: 0"));
-    assert!(
-        e.starts_with("return.dama.carriers: value 0 is outside"),
-        "{e}"
-    );
-    let e = err(&return_link("rbdc_timeout_superframes: 0"));
-    assert!(
-        e.starts_with("return.dama.rbdc_timeout_superframes: value 0"),
-        "{e}"
-    );
-    let e = err(&return_link("timeslots_per_frame: 400"));
-    assert!(
-        e.starts_with("return.dama.timeslots_per_frame: 400 slots"),
-        "{e}"
-    );
-    let e = err("forward: {dama: {}}");
-    assert!(
-        e.starts_with("forward.dama: only for the return direction"),
-        "{e}"
-    );
-    let e = err("return: {kind: fixed, rate_bps: 1e6, dama: {}}");
-    assert!(
-        e.starts_with("return.dama: only for the return direction"),
-        "{e}"
-    );
+    for (yaml, want) in [
+        (
+            return_link("cra_kbps: 9000"),
+            "return.dama.cra_kbps: 9000 kbit/s does not fit",
+        ),
+        (
+            return_link("carriers: 0"),
+            "return.dama.carriers: value 0 is outside",
+        ),
+        (
+            return_link("rbdc_timeout_superframes: 0"),
+            "return.dama.rbdc_timeout_superframes: value 0",
+        ),
+        (
+            return_link("timeslots_per_frame: 400"),
+            "return.dama.timeslots_per_frame: 400 slots",
+        ),
+        (
+            "forward: {dama: {}}".to_string(),
+            "forward.dama: only for the return direction",
+        ),
+        (
+            "return: {kind: fixed, rate_bps: 1e6, dama: {}}".to_string(),
+            "return.dama: only for the return direction",
+        ),
+    ] {
+        let e = err(&yaml);
+        assert!(e.starts_with(want), "{e}");
+    }
 }

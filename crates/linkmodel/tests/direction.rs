@@ -5,11 +5,8 @@ use std::collections::{BTreeSet, VecDeque};
 use linkmodel::framing::{self, Gse};
 use linkmodel::{ControlCommand, Dir, Direction, LinkConfig, LossCause, Outcome};
 
-const MS: u64 = 1_000_000;
-
-fn cfg(yaml: &str) -> LinkConfig {
-    LinkConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{cfg, MS};
 
 /// Ethernet + IPv4 + UDP frame of `len` bytes with `idx` in the payload.
 fn udp(len: usize, idx: u32) -> Vec<u8> {
@@ -167,17 +164,10 @@ fn idle_link_latency_is_one_frame() {
     assert_eq!(d.status(expect).counters.delivered_packets, 1);
 }
 
-#[test]
-fn erased_frames_lose_every_packet_they_carry_including_fragments() {
-    // Zero delay: a frame is judged with the channel at its end. CCM 28 at 40 Msym/s, pilots:
-    // frames of 13338 symbols = 333450 ns, 7264 data bytes.
-    let c = cfg("forward: {delay_ms: 0, acm: {mode: ccm, modcod: 28}, gse_label_bytes: 3}");
-    let frame_ns = 333_450u64;
-    let n = 200u32;
-    let len = 3000;
-    // Offline packing of the same packets: which packet indices each frame touches.
-    let gse = Gse { label_bytes: 3 };
-    // The first packet reaches an idle link and starts a frame on its own (the rest is padding).
+/// Offline GSE packing of `n` packets of `len` bytes into frames of `frame_bytes`: the packet
+/// indices each frame touches. The first packet reaches an idle link and starts a frame on its
+/// own (the rest is padding); the others are queued together behind it.
+fn packets_per_frame(n: u32, len: usize, gse: Gse, frame_bytes: u32) -> Vec<BTreeSet<u32>> {
     let mut q: VecDeque<Vec<u8>> = VecDeque::from(vec![udp(len, 0)]);
     let mut partial = None;
     let mut touched: Vec<BTreeSet<u32>> = Vec::new();
@@ -189,7 +179,7 @@ fn erased_frames_lose_every_packet_they_carry_including_fragments() {
         let before = partial
             .as_ref()
             .map(|p: &framing::Partial| idx_of(&p.frame));
-        let p = framing::pack(gse, 7264, &mut partial, &mut q, &mut done);
+        let p = framing::pack(gse, frame_bytes, &mut partial, &mut q, &mut done);
         let mut set: BTreeSet<u32> = done.iter().map(|(f, _)| idx_of(f)).collect();
         if p.partial_touched {
             set.insert(idx_of(&partial.as_ref().unwrap().frame));
@@ -199,6 +189,18 @@ fn erased_frames_lose_every_packet_they_carry_including_fragments() {
         }
         touched.push(set);
     }
+    touched
+}
+
+#[test]
+fn erased_frames_lose_every_packet_they_carry_including_fragments() {
+    // Zero delay: a frame is judged with the channel at its end. CCM 28 at 40 Msym/s, pilots:
+    // frames of 13338 symbols = 333450 ns, 7264 data bytes.
+    let c = cfg("forward: {delay_ms: 0, acm: {mode: ccm, modcod: 28}, gse_label_bytes: 3}");
+    let frame_ns = 333_450u64;
+    let n = 200u32;
+    let len = 3000;
+    let touched = packets_per_frame(n, len, Gse { label_bytes: 3 }, 7264);
     // Erase the frames that end in (10.5, 20.5] frame times: frames 10..=19.
     let t1 = frame_ns * 21 / 2;
     let t2 = frame_ns * 41 / 2;

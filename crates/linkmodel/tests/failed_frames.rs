@@ -1,9 +1,10 @@
 //! `failed_frames`: frames that fail decoding close to their MODCOD's threshold arrive with bit
 //! errors; further below it they are erased (emulator/CONFIG.md, "Failed frames").
 
-use linkmodel::{Dir, Direction, LinkConfig, LossCause, Outcome};
+use linkmodel::{Dir, Direction, LossCause, Outcome};
 
-const MS: u64 = 1_000_000;
+mod common;
+use common::{cfg, err, MS};
 
 /// CCM 32APSK 9/10 (required Es/N0 16.05 dB, default waterfall: PER 1 below 15.817 dB) with the
 /// total Es/N0 set by the downlink (the uplink's 60 dB adds 0.0001 dB of noise).
@@ -12,8 +13,7 @@ fn direction(downlink_db: f64, failed_frames: &str) -> Direction {
         "forward: {{delay_ms: 0, acm: {{mode: ccm, modcod: 28}}, \
          uplink: {{clear_sky_db: 60}}, downlink: {{clear_sky_db: {downlink_db}}}{failed_frames}}}"
     );
-    let c = LinkConfig::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{e}"));
-    Direction::new(&c, Dir::Forward).unwrap()
+    Direction::new(&cfg(&yaml), Dir::Forward).unwrap()
 }
 
 /// Ethernet + IPv4 + UDP frame of 1000 bytes.
@@ -108,7 +108,7 @@ fn bounds_name_the_field_and_the_limit() {
         ),
     ] {
         let yaml = format!("forward: {{failed_frames: {section}}}");
-        let e = LinkConfig::from_yaml_str(&yaml).unwrap_err().to_string();
+        let e = err(&yaml);
         assert!(e.contains(msg), "{e}");
     }
 }

@@ -1,10 +1,12 @@
 //! `modcod_set`: the embedded DVB-S2X table selected in the link configuration.
 
-use linkmodel::{Dir, Direction, LinkConfig};
+use linkmodel::{Dir, Direction};
+
+mod common;
+use common::{cfg, err};
 
 fn forward_modcod(yaml: &str) -> (u32, String, f64) {
-    let cfg = LinkConfig::from_yaml_str(yaml).unwrap_or_else(|e| panic!("{e}"));
-    let d = Direction::new(&cfg, Dir::Forward).unwrap();
+    let d = Direction::new(&cfg(yaml), Dir::Forward).unwrap();
     let st = d.status(0);
     let m = st.modcod.unwrap();
     (m.id, m.name, st.useful_rate_bps)
@@ -31,12 +33,8 @@ fn dvbs2x_set_is_selectable_and_used_by_acm() {
     // (CCM).
     let (id, _, _) = forward_modcod("forward: {modcod_set: dvbs2x, acm: {mode: ccm, modcod: 200}}");
     assert_eq!(id, 200);
-    let e = LinkConfig::from_yaml_str(
-        "forward: {modcod_set: dvbs2x, frame: short, acm: {mode: ccm, modcod: 200}}",
-    )
-    .unwrap_err();
     assert_eq!(
-        e.to_string(),
+        err("forward: {modcod_set: dvbs2x, frame: short, acm: {mode: ccm, modcod: 200}}"),
         "forward.acm.modcod: MODCOD id 200 (128APSK 3/4) does not exist with this frame size / burst length"
     );
     let (id, _, _) = forward_modcod("forward: {modcod_set: dvbs2x, frame: short}");
@@ -48,7 +46,6 @@ fn dvbs2x_set_is_selectable_and_used_by_acm() {
 
 #[test]
 fn modcod_set_errors_name_the_field() {
-    let err = |y: &str| LinkConfig::from_yaml_str(y).unwrap_err().to_string();
     assert_eq!(
         err("return: {modcod_set: dvbs2x}"),
         "return.modcod_set: only for kind dvbs2 (rcs2 uses modcod_table or the embedded RCS2 table)"

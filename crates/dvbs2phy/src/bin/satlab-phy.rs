@@ -15,6 +15,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use dvbs2phy::constellation::C64;
 use dvbs2phy::iq;
 use dvbs2phy::{Config, FrameSize, ModCod, Receiver};
 use ldpc_toolbox::decoder::factory::DecoderImplementation;
@@ -79,12 +80,13 @@ fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
     Ok(x)
 }
 
+/// Decodes the frames of the IQ file against the reference, printing a line per frame and the
+/// summary.
 fn run(a: Args) -> Result<(), String> {
     let mc = ModCod::new(a.modcod, a.frame, a.pilots)?;
     let samples = iq::read(&a.iq)?;
     let reference =
         std::fs::read(&a.reference).map_err(|e| format!("{}: {e}", a.reference.display()))?;
-    let ref_len = mc.kbch / 8;
     let mut rx = Receiver::new(Config {
         modcod: mc,
         goldcode: a.goldcode as usize,
@@ -92,20 +94,56 @@ fn run(a: Args) -> Result<(), String> {
         max_iterations: a.max_iterations as usize,
         decoder: a.decoder,
     });
-    let len = rx.frame_len();
-    let (start, quality) = rx.find_start(&samples);
+    let start = sync(&rx, &samples, &a, &mc)?;
+    let n = frame_count(
+        &a,
+        &rx,
+        samples.len() - start,
+        reference.len() / (mc.kbch / 8),
+        start,
+    )?;
+    let totals = decode_frames(&mut rx, &samples[start..], &reference, n, &a, &mc);
+    print_summary(&a, &mc, start, &totals);
+    Ok(())
+}
+
+/// "normal" or "short", as the command line and the summary spell it.
+fn frame_name(size: FrameSize) -> &'static str {
+    if size == FrameSize::Normal {
+        "normal"
+    } else {
+        "short"
+    }
+}
+
+/// The sample where the first frame's PLHEADER starts, or an error if no correlation is strong
+/// enough.
+fn sync(rx: &Receiver, samples: &[C64], a: &Args, mc: &ModCod) -> Result<usize, String> {
+    let (start, quality) = rx.find_start(samples);
     if quality < 0.2 {
         return Err(format!(
             "{}: no PLHEADER of {} ({} frames{}) found in the first {} samples (best correlation {quality:.2}, at least 0.2 expected)",
             a.iq.display(),
             mc.label(),
-            if a.frame == FrameSize::Normal { "normal" } else { "short" },
+            frame_name(a.frame),
             if a.pilots { ", pilots" } else { "" },
-            len
+            rx.frame_len()
         ));
     }
-    let mut n = (samples.len() - start) / len;
-    n = n.min(reference.len() / ref_len);
+    Ok(start)
+}
+
+/// How many frames to decode: whole frames in the IQ file after `start` that the reference
+/// covers, at most --frames; an error if none.
+fn frame_count(
+    a: &Args,
+    rx: &Receiver,
+    samples_after_start: usize,
+    reference_frames: usize,
+    start: usize,
+) -> Result<usize, String> {
+    let len = rx.frame_len();
+    let mut n = (samples_after_start / len).min(reference_frames);
     if let Some(f) = a.frames {
         n = n.min(f);
     }
@@ -115,10 +153,41 @@ fn run(a: Args) -> Result<(), String> {
             a.iq.display()
         ));
     }
-    let (mut errors, mut decode_s, mut iters) = (0usize, 0.0f64, 0usize);
+    Ok(n)
+}
+
+/// What the decoded frames add up to.
+struct Totals {
+    frames: usize,
+    errors: usize,
+    iterations: usize,
+    /// Wall time of the decoding (demapping + LDPC + BCH), s.
+    decode_s: f64,
+    /// This thread's CPU time over the same frames, s.
+    cpu_s: f64,
+}
+
+/// Decodes `n` frames from `samples` (starting at the first frame), printing a line per frame
+/// unless --bench or --quiet.
+fn decode_frames(
+    rx: &mut Receiver,
+    samples: &[C64],
+    reference: &[u8],
+    n: usize,
+    a: &Args,
+    mc: &ModCod,
+) -> Totals {
+    let (len, ref_len) = (rx.frame_len(), mc.kbch / 8);
+    let mut t = Totals {
+        frames: n,
+        errors: 0,
+        iterations: 0,
+        decode_s: 0.0,
+        cpu_s: 0.0,
+    };
     let cpu0 = thread_cpu_s();
     for i in 0..n {
-        let s = start + i * len;
+        let s = i * len;
         let next = samples.get(s + len..s + len + 90);
         let r = rx.decode(
             i,
@@ -126,9 +195,9 @@ fn run(a: Args) -> Result<(), String> {
             next,
             &reference[i * ref_len..(i + 1) * ref_len],
         );
-        errors += usize::from(!r.ok);
-        decode_s += r.decode_s;
-        iters += r.iterations;
+        t.errors += usize::from(!r.ok);
+        t.decode_s += r.decode_s;
+        t.iterations += r.iterations;
         if !a.bench && !a.quiet {
             println!(
                 "{}",
@@ -146,31 +215,36 @@ fn run(a: Args) -> Result<(), String> {
     }
     // Decoding is single-threaded: this thread's CPU time, which on a loaded machine is less
     // than the wall time, gives the throughput per core.
-    let cpu_s = thread_cpu_s() - cpu0;
+    t.cpu_s = thread_cpu_s() - cpu0;
+    t
+}
+
+/// The summary line.
+fn print_summary(a: &Args, mc: &ModCod, start: usize, t: &Totals) {
+    let n = t.frames as f64;
     println!(
         "{}",
         serde_json::json!({
             "summary": true,
             "modcod": mc.id,
             "label": mc.label(),
-            "frame": if a.frame == FrameSize::Normal { "normal" } else { "short" },
+            "frame": frame_name(a.frame),
             "pilots": a.pilots,
             "esn0_db": a.esn0,
             "sync_offset": start,
-            "frames": n,
-            "frame_errors": errors,
-            "per": errors as f64 / n as f64,
-            "mean_iterations": iters as f64 / n as f64,
+            "frames": t.frames,
+            "frame_errors": t.errors,
+            "per": t.errors as f64 / n,
+            "mean_iterations": t.iterations as f64 / n,
             "decoder": a.decoder.to_string(),
             "max_iterations": a.max_iterations,
-            "decode_s": decode_s,
-            "frames_per_s": n as f64 / decode_s,
-            "cpu_s": cpu_s,
-            "frames_per_cpu_s": n as f64 / cpu_s,
-            "useful_mbit_per_s": n as f64 * (mc.kbch - 80) as f64 / decode_s / 1e6,
+            "decode_s": t.decode_s,
+            "frames_per_s": n / t.decode_s,
+            "cpu_s": t.cpu_s,
+            "frames_per_cpu_s": n / t.cpu_s,
+            "useful_mbit_per_s": n * (mc.kbch - 80) as f64 / t.decode_s / 1e6,
         })
     );
-    Ok(())
 }
 
 /// CPU time of the calling thread, seconds.
