@@ -2,6 +2,7 @@
 //!
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
+use binkit::bounds::check_range;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -325,15 +326,6 @@ fn one() -> u64 {
     1
 }
 
-fn range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), String> {
-    if !(lo..=hi).contains(&v) || v.is_nan() {
-        return Err(format!(
-            "{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
-        ));
-    }
-    Ok(())
-}
-
 /// Parses a MAC address `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let mut out = [0u8; 6];
@@ -373,11 +365,24 @@ impl Config {
         Self::from_yaml_str(&s).map_err(|e| format!("{}: {e}", p.display()))
     }
 
-    /// Checks bounds and cross-field rules.
+    /// Checks bounds and cross-field rules, section by section in the order of the file. The
+    /// fixed bounds are also in the JSON Schema (`--print-schema`, the `schemars` attributes above),
+    /// kept equal by hand; cross-field rules such as max_th > min_th are checked here only.
     pub fn validate(&self) -> Result<(), String> {
+        self.ports.validate()?;
+        self.telemetry.validate()?;
+        self.egress.validate()?;
+        self.eten.validate()?;
+        self.ceten.validate()?;
+        self.ern.validate()
+    }
+}
+
+impl Ports {
+    fn validate(&self) -> Result<(), String> {
         for (f, n) in [
-            ("ports.inside", &self.ports.inside),
-            ("ports.outside", &self.ports.outside),
+            ("ports.inside", &self.inside),
+            ("ports.outside", &self.outside),
         ] {
             if n.is_empty() || n.len() > 15 || n.contains('/') || n.contains(' ') {
                 return Err(format!(
@@ -385,87 +390,83 @@ impl Config {
                 ));
             }
         }
-        if self.ports.inside == self.ports.outside {
+        if self.inside == self.outside {
             return Err("ports.outside: must differ from ports.inside".into());
         }
-        range(
-            "telemetry.reconnect_ms",
-            self.telemetry.reconnect_ms as f64,
-            10.0,
-            60000.0,
-            " ms",
-        )?;
-        let e = &self.egress;
-        if let Some(r) = e.rate_bps {
-            range("egress.rate_bps", r, 1e3, 1e11, " bit/s")?;
+        Ok(())
+    }
+}
+
+impl Telemetry {
+    fn validate(&self) -> Result<(), String> {
+        let ms = self.reconnect_ms as f64;
+        check_range("telemetry.reconnect_ms", ms, 10.0, 60000.0, " ms")
+    }
+}
+
+impl Egress {
+    fn validate(&self) -> Result<(), String> {
+        for (f, r) in [
+            ("egress.rate_bps", self.rate_bps),
+            ("egress.fallback_rate_bps", self.fallback_rate_bps),
+        ] {
+            if let Some(r) = r {
+                check_range(f, r, 1e3, 1e11, " bit/s")?;
+            }
         }
-        if let Some(r) = e.fallback_rate_bps {
-            range("egress.fallback_rate_bps", r, 1e3, 1e11, " bit/s")?;
-        }
-        range("egress.rate_factor", e.rate_factor, 0.1, 1.0, "")?;
-        range(
-            "egress.overhead_bytes",
-            f64::from(e.overhead_bytes),
-            0.0,
-            256.0,
-            " bytes",
-        )?;
-        let a = &e.aqm;
-        range(
-            "egress.aqm.limit_packets",
-            a.limit_packets as f64,
-            1.0,
-            1e7,
-            " packets",
-        )?;
-        range(
+        check_range("egress.rate_factor", self.rate_factor, 0.1, 1.0, "")?;
+        let overhead = f64::from(self.overhead_bytes);
+        check_range("egress.overhead_bytes", overhead, 0.0, 256.0, " bytes")?;
+        self.aqm.validate()
+    }
+}
+
+impl Aqm {
+    fn validate(&self) -> Result<(), String> {
+        let (packets, bytes) = (self.limit_packets as f64, self.limit_bytes as f64);
+        check_range("egress.aqm.limit_packets", packets, 1.0, 1e7, " packets")?;
+        check_range(
             "egress.aqm.limit_bytes",
-            a.limit_bytes as f64,
+            bytes,
             64.0,
             17179869184.0,
             " bytes",
         )?;
-        range(
-            "egress.aqm.min_th_packets",
-            a.min_th_packets,
-            0.0,
-            1e7,
-            " packets",
-        )?;
-        range(
-            "egress.aqm.max_th_packets",
-            a.max_th_packets,
-            0.0,
-            1e7,
-            " packets",
-        )?;
-        if a.max_th_packets <= a.min_th_packets {
+        for (f, th) in [
+            ("egress.aqm.min_th_packets", self.min_th_packets),
+            ("egress.aqm.max_th_packets", self.max_th_packets),
+        ] {
+            check_range(f, th, 0.0, 1e7, " packets")?;
+        }
+        if self.max_th_packets <= self.min_th_packets {
             return Err(format!(
                 "egress.aqm.max_th_packets: value {} must be greater than min_th_packets ({})",
-                a.max_th_packets, a.min_th_packets
+                self.max_th_packets, self.min_th_packets
             ));
         }
-        range("egress.aqm.max_p", a.max_p, 0.0, 1.0, "")?;
-        range("egress.aqm.w_q", a.w_q, 1e-6, 1.0, "")?;
-        let t = &self.eten;
-        if t.enabled && t.source_ip.is_none() {
+        check_range("egress.aqm.max_p", self.max_p, 0.0, 1.0, "")?;
+        check_range("egress.aqm.w_q", self.w_q, 1e-6, 1.0, "")
+    }
+}
+
+impl Eten {
+    fn validate(&self) -> Result<(), String> {
+        if self.enabled && self.source_ip.is_none() {
             return Err("eten.source_ip: required when eten.enabled is true".into());
         }
-        range(
-            "eten.rate_limit_per_s",
-            t.rate_limit_per_s,
-            0.0,
-            1e7,
-            " notices/s",
-        )?;
-        range("eten.burst", t.burst, 1.0, 1e7, " notices")?;
-        if let Some(k) = &t.hmac_key_hex {
+        let rate = self.rate_limit_per_s;
+        check_range("eten.rate_limit_per_s", rate, 0.0, 1e7, " notices/s")?;
+        check_range("eten.burst", self.burst, 1.0, 1e7, " notices")?;
+        if let Some(k) = &self.hmac_key_hex {
             match parse_hex(k) {
                 Some(b) if (16..=64).contains(&b.len()) => {}
                 _ => return Err("eten.hmac_key_hex: must be 16 to 64 bytes in hex".into()),
             }
         }
-        for (f, m) in [("eten.src_mac", &t.src_mac), ("eten.dst_mac", &t.dst_mac)] {
+        for (f, m) in [
+            ("eten.src_mac", &self.src_mac),
+            ("eten.dst_mac", &self.dst_mac),
+        ] {
             if let Some(m) = m {
                 if parse_mac(m).is_none() {
                     return Err(format!(
@@ -474,50 +475,40 @@ impl Config {
                 }
             }
         }
-        range("ceten.alpha", self.ceten.alpha, 1e-6, 1.0, "")?;
-        range(
-            "ceten.max_flows",
-            self.ceten.max_flows as f64,
-            1.0,
-            1e7,
-            " flows",
-        )?;
-        let n = &self.ern;
-        range("ern.alpha", n.alpha, 0.0, 1.0, "")?;
-        range("ern.beta", n.beta, 0.0, 1.0, "")?;
-        range("ern.gamma", n.gamma, 0.0, 1.0, "")?;
-        range("ern.capacity_factor", n.capacity_factor, 0.1, 2.0, "")?;
-        range(
-            "ern.min_interval_ms",
-            n.min_interval_ms,
-            1.0,
-            60000.0,
-            " ms",
-        )?;
-        range(
-            "ern.max_interval_ms",
-            n.max_interval_ms,
-            n.min_interval_ms,
-            60000.0,
-            " ms",
-        )?;
-        range(
-            "ern.initial_interval_ms",
-            n.initial_interval_ms,
-            n.min_interval_ms,
-            n.max_interval_ms,
-            " ms",
-        )?;
         Ok(())
     }
 }
 
-/// The configuration's JSON Schema (draft 2020-12), pretty-printed (`satlab-gateway --print-schema`):
-/// doc comments are the descriptions, `minimum`/`maximum` the fixed bounds `validate()` checks (kept
-/// equal by hand; cross-field rules such as max_th > min_th stay in `validate()` only).
-pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(Config);
-    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
+impl Ceten {
+    fn validate(&self) -> Result<(), String> {
+        check_range("ceten.alpha", self.alpha, 1e-6, 1.0, "")?;
+        let flows = self.max_flows as f64;
+        check_range("ceten.max_flows", flows, 1.0, 1e7, " flows")
+    }
+}
+
+impl Ern {
+    fn validate(&self) -> Result<(), String> {
+        for (f, gain) in [
+            ("ern.alpha", self.alpha),
+            ("ern.beta", self.beta),
+            ("ern.gamma", self.gamma),
+        ] {
+            check_range(f, gain, 0.0, 1.0, "")?;
+        }
+        check_range("ern.capacity_factor", self.capacity_factor, 0.1, 2.0, "")?;
+        // The interval bounds nest: min in [1, 60000], max in [min, 60000], initial in [min, max].
+        let (min, max) = (self.min_interval_ms, self.max_interval_ms);
+        check_range("ern.min_interval_ms", min, 1.0, 60000.0, " ms")?;
+        check_range("ern.max_interval_ms", max, min, 60000.0, " ms")?;
+        check_range(
+            "ern.initial_interval_ms",
+            self.initial_interval_ms,
+            min,
+            max,
+            " ms",
+        )
+    }
 }
 
 #[cfg(test)]
@@ -564,7 +555,8 @@ mod tests {
 
     #[test]
     fn schema_carries_the_bounds_validate_checks() {
-        let s: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
+        let s: serde_json::Value =
+            serde_json::from_str(&binkit::schema::pretty::<Config>()).unwrap();
         let rate = &s["$defs"]["Egress"]["properties"]["rate_factor"];
         assert_eq!(
             (rate["minimum"].as_f64(), rate["maximum"].as_f64()),

@@ -85,6 +85,21 @@ fn read_frames(
     Ok(())
 }
 
+/// [`read_frames`]; a read error is reported and the thread pauses 10 ms (a port that keeps
+/// failing must not spin a core).
+fn read_or_pause(
+    thread: &str,
+    rx: &mut RxPort,
+    pool: &mut Vec<Vec<u8>>,
+    out: &mut Vec<Vec<u8>>,
+    sh: &Shared,
+) {
+    if let Err(e) = read_frames(rx, pool, out, sh) {
+        eprintln!("satlab-gateway: {thread}: read: {e}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The counters of one direction's sending side.
 struct TxCounters<'a> {
     frames: &'a AtomicU64,
@@ -178,10 +193,7 @@ pub fn egress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
     let mut inbox: Vec<Vec<u8>> = Vec::new();
     let mut out: Vec<Vec<u8>> = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        if let Err(e) = read_frames(&mut rx, &mut pool, &mut inbox, &sh) {
-            eprintln!("satlab-gateway: egress: read: {e}");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        read_or_pause("egress", &mut rx, &mut pool, &mut inbox, &sh);
         let now = sh.clock.now_ns();
         let rate = st.pacer.refresh(&sh);
         admission::follow_rate(&mut st.queue, rate);
@@ -214,10 +226,7 @@ pub fn ingress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut inbox: Vec<Vec<u8>> = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        if let Err(e) = read_frames(&mut rx, &mut pool, &mut inbox, &sh) {
-            eprintln!("satlab-gateway: ingress: read: {e}");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        read_or_pause("ingress", &mut rx, &mut pool, &mut inbox, &sh);
         if inbox.is_empty() {
             waiter.wait(100);
             continue;

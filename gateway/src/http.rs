@@ -2,7 +2,7 @@
 //! `GET /status` (JSON). One request per connection; not on the data path.
 
 use crate::state::Shared;
-use binkit::{http, prom};
+use binkit::{counters, http, prom};
 use serde_json::json;
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
@@ -29,11 +29,6 @@ fn num(v: f64) -> serde_json::Value {
 
 /// The JSON status document (gateway/README.md lists the fields).
 pub fn status(sh: &Shared) -> serde_json::Value {
-    let counters: serde_json::Map<String, serde_json::Value> =
-        sh.c.list()
-            .into_iter()
-            .map(|(k, _, v)| (k.to_string(), json!(v)))
-            .collect();
     let corruption = sh.corruption.lock().expect("lock").clone();
     let congestion = sh.congestion.lock().expect("lock").clone();
     let (xcp, interval) = *sh.xcp.lock().expect("lock");
@@ -86,17 +81,14 @@ pub fn status(sh: &Shared) -> serde_json::Value {
             "last": xcp,
         },
         "macs": macs.map(|(l, r)| json!({"local": mac(l), "remote": mac(r)})),
-        "counters": counters,
+        "counters": counters::json(&sh.c.list()),
     })
 }
 
 /// Prometheus text exposition.
 pub fn metrics(sh: &Shared) -> String {
     let mut o = String::new();
-    for (name, help, v) in sh.c.list() {
-        let full = format!("satlab_gateway_{name}_total");
-        prom::family(&mut o, &full, "counter", help, "", v);
-    }
+    counters::prometheus(&mut o, "satlab_gateway", "", &sh.c.list());
     let corruption = sh.corruption.lock().expect("lock").estimate;
     let congestion = sh.congestion.lock().expect("lock").estimate;
     let (xcp, _) = *sh.xcp.lock().expect("lock");

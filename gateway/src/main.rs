@@ -22,10 +22,12 @@ mod state;
 mod telemetry;
 mod xcp;
 
+use binkit::{cli, exit::OrExit};
 use netio::{port, sys};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Command line; clap's usage errors exit 2, like a configuration error.
 #[derive(clap::Parser)]
@@ -46,25 +48,16 @@ struct Args {
     print_schema: bool,
 }
 
+/// The name errors start with.
+const PROGRAM: &str = "satlab-gateway";
+
 fn main() {
     let Args {
         config: path,
         check,
         print_schema,
     } = clap::Parser::parse();
-    if print_schema {
-        println!("{}", config::json_schema());
-        return;
-    }
-    // --config is required unless --print-schema, which has returned above.
-    let path = path.expect("clap requires --config");
-    let cfg = match config::Config::from_yaml_file(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("satlab-gateway: {e}");
-            std::process::exit(2);
-        }
-    };
+    let cfg = cli::config_or_schema(PROGRAM, print_schema, path, config::Config::from_yaml_file);
     if check {
         println!(
             "configuration OK: role {:?}, inside {}, outside {}",
@@ -72,59 +65,27 @@ fn main() {
         );
         return;
     }
-    if let Err(e) = run(cfg) {
-        eprintln!("satlab-gateway: {e}");
-        std::process::exit(1);
-    }
+    run(cfg).or_exit(PROGRAM, 1);
 }
 
 fn run(cfg: config::Config) -> std::io::Result<()> {
     let (in_rx, in_tx) = port::open_af_packet(&cfg.ports.inside)?;
     let (out_rx, out_tx) = port::open_af_packet(&cfg.ports.outside)?;
-    let listener = match cfg.http.listen {
-        Some(a) => Some(
-            std::net::TcpListener::bind(a)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("http.listen {a}: {e}")))?,
-        ),
-        None => None,
-    };
+    let listener = binkit::http::bind(cfg.http.listen)?;
     let sh = Arc::new(state::Shared::new(cfg));
     stop_on_signals(sh.clone());
-    let mut threads = Vec::new();
-    {
-        let s = sh.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("egress".into())
-                .spawn(move || {
-                    sys::precise_timer_slack();
-                    dataplane::egress(s, in_rx, out_tx)
-                })?,
-        );
-    }
-    {
-        let s = sh.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("ingress".into())
-                .spawn(move || dataplane::ingress(s, out_rx, in_tx))?,
-        );
-    }
-    {
-        let s = sh.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("telemetry".into())
-                .spawn(move || telemetry::run(s))?,
-        );
-    }
+    let (s1, s2, s3) = (sh.clone(), sh.clone(), sh.clone());
+    let mut threads = vec![
+        spawn("egress", move || {
+            sys::precise_timer_slack();
+            dataplane::egress(s1, in_rx, out_tx)
+        })?,
+        spawn("ingress", move || dataplane::ingress(s2, out_rx, in_tx))?,
+        spawn("telemetry", move || telemetry::run(s3))?,
+    ];
     if let Some(l) = listener {
         let s = sh.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("http".into())
-                .spawn(move || http::serve(s, l))?,
-        );
+        threads.push(spawn("http", move || http::serve(s, l))?);
     }
     eprintln!(
         "satlab-gateway: role {:?}: {} -> {} (egress, {} link), {} -> {} (ingress)",
@@ -142,6 +103,11 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
     // process's result.
     println!("{}", http::status(&sh));
     Ok(())
+}
+
+/// Starts a thread under `name` (shown by `top -H` and in a panic message).
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name.into()).spawn(f)
 }
 
 /// SIGTERM/SIGINT set the stop flag; a watcher thread passes it to the shared state.

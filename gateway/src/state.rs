@@ -10,51 +10,40 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-macro_rules! counters {
-    ($($name:ident : $help:literal),* $(,)?) => {
-        /// Monotonic counters (Prometheus `satlab_gateway_<name>_total`).
-        #[derive(Debug, Default)]
-        pub struct Counters { $(#[doc = $help] pub $name: AtomicU64,)* }
-        impl Counters {
-            /// (name, help, value) of every counter.
-            pub fn list(&self) -> Vec<(&'static str, &'static str, u64)> {
-                vec![$((stringify!($name), $help, self.$name.load(Ordering::Relaxed)),)*]
-            }
-        }
-    };
-}
-
-counters! {
-    egress_rx_frames: "frames read on the inside port (after GSO segmentation)",
-    egress_rx_bytes: "bytes read on the inside port",
-    egress_tx_frames: "frames sent on the outside port",
-    egress_tx_bytes: "bytes sent on the outside port",
-    egress_tx_failed: "frames the outside port refused",
-    ingress_rx_frames: "frames read on the outside port",
-    ingress_tx_frames: "frames sent on the inside port",
-    ingress_tx_bytes: "bytes sent on the inside port",
-    ingress_tx_failed: "frames the inside port refused",
-    gso_segments: "segments cut from GSO super-packets",
-    aqm_enqueued: "packets admitted to the egress queue",
-    aqm_marked: "packets admitted with CE set by RED",
-    aqm_early_drops: "RED early drops",
-    aqm_forced_drops: "RED forced drops (average at or above max_th)",
-    aqm_tail_drops: "drops at the hard queue limits",
-    eten_events: "corrupted/erased link events on the incoming link",
-    eten_notices: "ETEN notices queued toward senders",
-    eten_rate_limited: "notices suppressed by the rate limit",
-    eten_unidentified: "events without an intact flow (no ports/sequence)",
-    ceten_corruption_samples: "corruption survival samples (incoming link events)",
-    ceten_congestion_samples: "congestion survival samples (egress queue, emulator queue drops)",
-    ceten_stamped: "CETEN options whose forward fields were multiplied",
-    ceten_reflected: "CETEN reverse fields written on ACKs",
-    ceten_inserted: "CETEN options inserted into pure ACKs",
-    ern_packets: "ERN data packets counted by the controller",
-    ern_feedback_lowered: "ERN packets whose H_feedback was lowered",
-    ern_intervals: "XCP control intervals completed",
-    telemetry_lines: "telemetry lines read",
-    telemetry_connects: "connections to the telemetry socket",
-    telemetry_errors: "telemetry lines that did not parse",
+binkit::counters! {
+    /// Monotonic counters (Prometheus `satlab_gateway_<name>_total`).
+    pub struct Counters {
+        egress_rx_frames: "frames read on the inside port (after GSO segmentation)",
+        egress_rx_bytes: "bytes read on the inside port",
+        egress_tx_frames: "frames sent on the outside port",
+        egress_tx_bytes: "bytes sent on the outside port",
+        egress_tx_failed: "frames the outside port refused",
+        ingress_rx_frames: "frames read on the outside port",
+        ingress_tx_frames: "frames sent on the inside port",
+        ingress_tx_bytes: "bytes sent on the inside port",
+        ingress_tx_failed: "frames the inside port refused",
+        gso_segments: "segments cut from GSO super-packets",
+        aqm_enqueued: "packets admitted to the egress queue",
+        aqm_marked: "packets admitted with CE set by RED",
+        aqm_early_drops: "RED early drops",
+        aqm_forced_drops: "RED forced drops (average at or above max_th)",
+        aqm_tail_drops: "drops at the hard queue limits",
+        eten_events: "corrupted/erased link events on the incoming link",
+        eten_notices: "ETEN notices queued toward senders",
+        eten_rate_limited: "notices suppressed by the rate limit",
+        eten_unidentified: "events without an intact flow (no ports/sequence)",
+        ceten_corruption_samples: "corruption survival samples (incoming link events)",
+        ceten_congestion_samples: "congestion survival samples (egress queue, emulator queue drops)",
+        ceten_stamped: "CETEN options whose forward fields were multiplied",
+        ceten_reflected: "CETEN reverse fields written on ACKs",
+        ceten_inserted: "CETEN options inserted into pure ACKs",
+        ern_packets: "ERN data packets counted by the controller",
+        ern_feedback_lowered: "ERN packets whose H_feedback was lowered",
+        ern_intervals: "XCP control intervals completed",
+        telemetry_lines: "telemetry lines read",
+        telemetry_connects: "connections to the telemetry socket",
+        telemetry_errors: "telemetry lines that did not parse",
+    }
 }
 
 /// An f64 in an atomic.
@@ -175,28 +164,14 @@ impl Shared {
 
     /// One corruption sample of the incoming link.
     pub fn corruption_sample(&self, survived: bool) {
-        let mut s = self.corruption.lock().expect("corruption lock");
-        s.sample(survived);
-        self.corruption_q16.store(
-            u32::from(packet::ceten::to_q16(s.estimate)),
-            Ordering::Relaxed,
-        );
-        self.c
-            .ceten_corruption_samples
-            .fetch_add(1, Ordering::Relaxed);
+        let n = &self.c.ceten_corruption_samples;
+        sample(&self.corruption, &self.corruption_q16, n, survived);
     }
 
     /// One congestion sample of the egress link.
     pub fn congestion_sample(&self, survived: bool) {
-        let mut s = self.congestion.lock().expect("congestion lock");
-        s.sample(survived);
-        self.congestion_q16.store(
-            u32::from(packet::ceten::to_q16(s.estimate)),
-            Ordering::Relaxed,
-        );
-        self.c
-            .ceten_congestion_samples
-            .fetch_add(1, Ordering::Relaxed);
+        let n = &self.c.ceten_congestion_samples;
+        sample(&self.congestion, &self.congestion_q16, n, survived);
     }
 
     /// Hands a notice to the egress thread and wakes it.
@@ -206,4 +181,15 @@ impl Shared {
             n.notify();
         }
     }
+}
+
+/// One sample into a survival estimate, its fixed-point copy for the data path and its count.
+fn sample(survival: &Mutex<Survival>, q16: &AtomicU32, count: &AtomicU64, survived: bool) {
+    let mut s = survival.lock().expect("survival lock");
+    s.sample(survived);
+    q16.store(
+        u32::from(packet::ceten::to_q16(s.estimate)),
+        Ordering::Relaxed,
+    );
+    count.fetch_add(1, Ordering::Relaxed);
 }

@@ -2,11 +2,21 @@
 //! data path. The caller names its paths and answers each with a content type and a body.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub const JSON: &str = "application/json";
+
+/// The endpoint's listener, bound to `http.listen` of a configuration (None: no endpoint). The
+/// error names the field and the address.
+pub fn bind(listen: Option<SocketAddr>) -> std::io::Result<Option<TcpListener>> {
+    let bind = |a| {
+        TcpListener::bind(a)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("http.listen {a}: {e}")))
+    };
+    listen.map(bind).transpose()
+}
 
 /// Serves until `stop`: `answer(path)` for a GET of one of `paths` returns (content type, body);
 /// any other GET is 404 naming the paths, any other method 405.

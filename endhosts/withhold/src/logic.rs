@@ -442,6 +442,10 @@ mod tests {
         fn verdict(&self, id: u32) -> Option<Verdict> {
             self.verdicts.iter().find(|v| v.0 == id).map(|v| v.1)
         }
+        /// Where ACK `id` stands in the order the ACKs left.
+        fn position(&self, id: u32) -> usize {
+            self.verdicts.iter().position(|v| v.0 == id).unwrap()
+        }
     }
 
     #[test]
@@ -482,6 +486,17 @@ mod tests {
         }
     }
 
+    /// Episode 1: segment 10 overtaken by 5 (threshold 3: released as a loss), filled after
+    /// 20 ms < RTT: its stride (6 segments) is recorded. Then in order up to 30, and 60 ms.
+    fn learned_stride_of_six() -> Rx {
+        let mut rx = Rx::new(2);
+        in_order(&mut rx, 0, 10, 0);
+        episode(&mut rx, 10, 5, 10, 30);
+        in_order(&mut rx, 16, 30, 40);
+        rx.advance(60);
+        rx
+    }
+
     #[test]
     fn no_reordering_changes_nothing() {
         let mut rx = Rx::new(2);
@@ -494,15 +509,9 @@ mod tests {
 
     #[test]
     fn learned_reordering_is_hidden_and_the_fill_paced() {
-        let mut rx = Rx::new(2);
-        in_order(&mut rx, 0, 10, 0);
-        // Episode 1: segment 10 overtaken by 5 (threshold 3: released as a loss), filled after
-        // 20 ms < RTT: its stride (6 segments) is recorded.
-        episode(&mut rx, 10, 5, 10, 30);
+        let mut rx = learned_stride_of_six();
         assert_eq!(rx.flow.counters.released_dup_threshold, 1);
         assert_eq!(rx.flow.threshold(), 6);
-        in_order(&mut rx, 16, 30, 40);
-        rx.advance(60);
         // Episode 2, same displacement: only the 2 immediate dupACKs reach the sender.
         let (ids, fill) = episode(&mut rx, 30, 5, 60, 66);
         assert_eq!(
@@ -526,10 +535,8 @@ mod tests {
             ]
         );
         assert_eq!(rx.verdict(fill), Some(Verdict::Accept));
-        let order: Vec<u32> = rx.verdicts.iter().map(|v| v.0).collect();
-        let pos = |id: u32| order.iter().position(|x| *x == id).unwrap();
         assert!(
-            pos(ids[2]) < pos(ids[3]) && pos(ids[4]) < pos(fill),
+            rx.position(ids[2]) < rx.position(ids[3]) && rx.position(ids[4]) < rx.position(fill),
             "paced in order"
         );
         assert_eq!(rx.flow.counters.released_seq, 1);
@@ -538,11 +545,7 @@ mod tests {
 
     #[test]
     fn acks_sent_while_pacing_queue_behind() {
-        let mut rx = Rx::new(2);
-        in_order(&mut rx, 0, 10, 0);
-        episode(&mut rx, 10, 5, 10, 30);
-        in_order(&mut rx, 16, 30, 40);
-        rx.advance(60);
+        let mut rx = learned_stride_of_six();
         let (_, fill) = episode(&mut rx, 30, 5, 60, 66);
         // The fill's ACK is paced 3 gaps of 1 ms later; an ACK sent meanwhile waits for it.
         let next = rx.arrive(66, 36);
@@ -550,9 +553,7 @@ mod tests {
         assert_eq!(rx.verdict(fill), None);
         assert_eq!(rx.verdict(next), None);
         rx.advance(400);
-        let order: Vec<u32> = rx.verdicts.iter().map(|v| v.0).collect();
-        let pos = |id: u32| order.iter().position(|x| *x == id).unwrap();
-        assert!(pos(fill) < pos(next));
+        assert!(rx.position(fill) < rx.position(next));
     }
 
     #[test]

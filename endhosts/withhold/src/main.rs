@@ -227,7 +227,9 @@ fn apply(q: &mut nfq::Queue, mut msg: nfq::Message, v: Verdict) -> Result<(), St
     q.verdict(msg).map_err(|e| format!("nfqueue verdict: {e}"))
 }
 
-fn run(a: &Args, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+/// Binds the two queue numbers: fail-open (packets pass if the program cannot keep up), a long
+/// queue, and only the headers of the incoming data (IP up to 60 bytes + the TCP fixed part).
+fn bind_queues(a: &Args) -> Result<(nfq::Queue, libc::c_int), String> {
     let (mut q, fd) = open_queue()?;
     for n in [a.queue_out, a.queue_in] {
         q.bind(n).map_err(|e| format!("nfqueue bind {n}: {e}"))?;
@@ -236,10 +238,81 @@ fn run(a: &Args, stop: &AtomicBool) -> Result<serde_json::Value, String> {
         q.set_queue_max_len(n, 8192)
             .map_err(|e| format!("nfqueue max len {n}: {e}"))?;
     }
-    // Incoming data: the headers are enough (IP up to 60 bytes + the TCP fixed part).
     q.set_copy_range(a.queue_in, 80)
         .map_err(|e| format!("nfqueue copy range: {e}"))?;
     q.set_nonblocking(true);
+    Ok((q, fd))
+}
+
+/// Sleeps until a packet is queued or the earliest paced release is due, 100 ms at the most.
+fn wait(fd: libc::c_int, flows: &HashMap<Key, Flow<nfq::Message>>, t: u64) {
+    let wait_ms = flows
+        .values()
+        .filter_map(|f| f.deadline())
+        .min()
+        .map_or(100, |d| {
+            d.saturating_sub(t).div_ceil(1_000_000).min(100) as libc::c_int
+        });
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+}
+
+/// The next queued packet; None when none is waiting.
+fn recv(q: &mut nfq::Queue) -> Result<Option<nfq::Message>, String> {
+    match q.recv() {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(None),
+        Err(e) => Err(format!("nfqueue recv: {e}")),
+    }
+}
+
+/// One queued packet at time `t`: incoming data is shown to its flow (a SYN starts one) and
+/// accepted; an outgoing segment of a known flow is the flow's to pass, hold or rewrite.
+fn dispatch(
+    q: &mut nfq::Queue,
+    flows: &mut HashMap<Key, Flow<nfq::Message>>,
+    a: &Args,
+    msg: nfq::Message,
+    t: u64,
+) -> Result<(), String> {
+    let Some(s) = tcp::parse(msg.get_payload()) else {
+        return apply(q, msg, Verdict::Accept);
+    };
+    if msg.get_queue_num() == a.queue_in {
+        let key = (s.src, s.sport, s.dport);
+        if s.syn {
+            flows.insert(key, Flow::new(a.params.clone()));
+        }
+        if let Some(f) = flows.get_mut(&key) {
+            f.data(t, s.seq, s.payload_len);
+        }
+        return apply(q, msg, Verdict::Accept);
+    }
+    match flows.get_mut(&(s.dst, s.dport, s.sport)) {
+        Some(f) => {
+            let pure = s.payload_len == 0 && !s.syn && !s.fin && !s.rst;
+            f.outgoing(t, msg, s.ack, pure);
+            Ok(())
+        }
+        None => apply(q, msg, Verdict::Accept),
+    }
+}
+
+/// Applies the verdicts a flow has decided.
+fn apply_drained(q: &mut nfq::Queue, f: &mut Flow<nfq::Message>) -> Result<(), String> {
+    for (m, v) in f.drain() {
+        apply(q, m, v)?;
+    }
+    Ok(())
+}
+
+fn run(a: &Args, stop: &AtomicBool) -> Result<serde_json::Value, String> {
+    let (mut q, fd) = bind_queues(a)?;
     let rules = Rules::install(a)?;
     eprintln!(
         "satlab-withhold: ports {:?} queued (out {}, in {})",
@@ -249,65 +322,19 @@ fn run(a: &Args, stop: &AtomicBool) -> Result<serde_json::Value, String> {
     let now = || start.elapsed().as_nanos() as u64;
     let mut flows: HashMap<Key, Flow<nfq::Message>> = HashMap::new();
     while !stop.load(Ordering::SeqCst) {
-        let t = now();
-        let wait_ms = flows
-            .values()
-            .filter_map(|f| f.deadline())
-            .min()
-            .map_or(100, |d| {
-                d.saturating_sub(t).div_ceil(1_000_000).min(100) as libc::c_int
-            });
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        unsafe { libc::poll(&mut pfd, 1, wait_ms) };
-        loop {
-            let msg = match q.recv() {
-                Ok(m) => m,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
-                Err(e) => return Err(format!("nfqueue recv: {e}")),
-            };
-            let t = now();
-            let Some(s) = tcp::parse(msg.get_payload()) else {
-                apply(&mut q, msg, Verdict::Accept)?;
-                continue;
-            };
-            if msg.get_queue_num() == a.queue_in {
-                let key = (s.src, s.sport, s.dport);
-                if s.syn {
-                    flows.insert(key, Flow::new(a.params.clone()));
-                }
-                if let Some(f) = flows.get_mut(&key) {
-                    f.data(t, s.seq, s.payload_len);
-                }
-                apply(&mut q, msg, Verdict::Accept)?;
-            } else {
-                let key = (s.dst, s.dport, s.sport);
-                match flows.get_mut(&key) {
-                    Some(f) => {
-                        let pure = s.payload_len == 0 && !s.syn && !s.fin && !s.rst;
-                        f.outgoing(t, msg, s.ack, pure);
-                    }
-                    None => apply(&mut q, msg, Verdict::Accept)?,
-                }
-            }
+        wait(fd, &flows, now());
+        while let Some(msg) = recv(&mut q)? {
+            dispatch(&mut q, &mut flows, a, msg, now())?;
         }
         let t = now();
         for f in flows.values_mut() {
             f.tick(t);
-            for (m, v) in f.drain() {
-                apply(&mut q, m, v)?;
-            }
+            apply_drained(&mut q, f)?;
         }
     }
     for f in flows.values_mut() {
         f.flush();
-        for (m, v) in f.drain() {
-            apply(&mut q, m, v)?;
-        }
+        apply_drained(&mut q, f)?;
     }
     drop(rules);
     Ok(report(&flows, a))

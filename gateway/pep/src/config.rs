@@ -2,6 +2,7 @@
 //!
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
+use binkit::bounds::check_range;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -175,16 +176,6 @@ fn connection_log() -> usize {
     10_000
 }
 
-fn range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), String> {
-    if v.is_finite() && v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(format!(
-            "{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
-        ))
-    }
-}
-
 impl Config {
     /// Parses and validates YAML (JSON is YAML too).
     pub fn from_yaml_str(s: &str) -> Result<Config, String> {
@@ -199,19 +190,46 @@ impl Config {
         Config::from_yaml_str(&s)
     }
 
-    /// Checks bounds and cross-field rules.
+    /// Checks bounds and cross-field rules, section by section in the order of the file. The
+    /// fixed bounds are also in the JSON Schema (`--print-schema`, the `schemars` attributes above),
+    /// kept equal by hand; cross-field rules such as the two ports differing are checked here only.
     pub fn validate(&self) -> Result<(), String> {
-        let i = &self.intercept;
-        if i.terrestrial_interfaces.is_empty() {
+        self.intercept.validate()?;
+        self.satellite.validate()?;
+        self.validate_relay()
+    }
+
+    /// The top-level numbers: how many connections, how long, how much is buffered and logged.
+    fn validate_relay(&self) -> Result<(), String> {
+        let max = self.max_connections as f64;
+        check_range("max_connections", max, 1.0, 1_000_000.0, "")?;
+        check_range("idle_timeout_s", self.idle_timeout_s, 0.1, 86400.0, " s")?;
+        check_range(
+            "connect_timeout_s",
+            self.connect_timeout_s,
+            0.1,
+            600.0,
+            " s",
+        )?;
+        let pipe = self.pipe_bytes as f64;
+        check_range("pipe_bytes", pipe, 4096.0, 1048576.0, " bytes")?;
+        let log = self.connection_log as f64;
+        check_range("connection_log", log, 0.0, 1_000_000.0, "")
+    }
+}
+
+impl Intercept {
+    fn validate(&self) -> Result<(), String> {
+        if self.terrestrial_interfaces.is_empty() {
             return Err(
                 "intercept.terrestrial_interfaces: at least one interface is required".into(),
             );
         }
-        for name in i
+        for name in self
             .terrestrial_interfaces
             .iter()
-            .chain(&i.satellite_extra_interfaces)
-            .chain([&i.satellite_interface])
+            .chain(&self.satellite_extra_interfaces)
+            .chain([&self.satellite_interface])
         {
             if name.is_empty()
                 || name.len() > 15
@@ -224,15 +242,18 @@ impl Config {
                 ));
             }
         }
-        if i.terrestrial_port == 0
-            || i.satellite_port == 0
-            || i.terrestrial_port == i.satellite_port
-        {
+        let (t, s) = (self.terrestrial_port, self.satellite_port);
+        if t == 0 || s == 0 || t == s {
             return Err("intercept.terrestrial_port, satellite_port: two different non-zero ports are required".into());
         }
-        range("intercept.mark", i.mark as f64, 1.0, u32::MAX as f64, "")?;
-        range("intercept.table", i.table as f64, 1.0, 252.0, "")?;
-        let cc = &self.satellite.congestion_control;
+        check_range("intercept.mark", self.mark as f64, 1.0, u32::MAX as f64, "")?;
+        check_range("intercept.table", self.table as f64, 1.0, 252.0, "")
+    }
+}
+
+impl Satellite {
+    fn validate(&self) -> Result<(), String> {
+        let cc = &self.congestion_control;
         if cc.is_empty()
             || cc.len() > 15
             || !cc.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -241,9 +262,9 @@ impl Config {
                 "satellite.congestion_control: {cc:?} is not a TCP congestion control name (1-15 characters of [A-Za-z0-9_])"
             ));
         }
-        let b = self.satellite.buffer_bytes as f64;
+        let b = self.buffer_bytes as f64;
         if b != 0.0 {
-            range(
+            check_range(
                 "satellite.buffer_bytes",
                 b,
                 65536.0,
@@ -251,52 +272,15 @@ impl Config {
                 " bytes (or 0)",
             )?;
         }
-        range(
+        let iw = self.initial_window_packets as f64;
+        check_range(
             "satellite.initial_window_packets",
-            self.satellite.initial_window_packets as f64,
+            iw,
             0.0,
             1000.0,
             " packets",
-        )?;
-        range(
-            "max_connections",
-            self.max_connections as f64,
-            1.0,
-            1_000_000.0,
-            "",
-        )?;
-        range("idle_timeout_s", self.idle_timeout_s, 0.1, 86400.0, " s")?;
-        range(
-            "connect_timeout_s",
-            self.connect_timeout_s,
-            0.1,
-            600.0,
-            " s",
-        )?;
-        range(
-            "pipe_bytes",
-            self.pipe_bytes as f64,
-            4096.0,
-            1048576.0,
-            " bytes",
-        )?;
-        range(
-            "connection_log",
-            self.connection_log as f64,
-            0.0,
-            1_000_000.0,
-            "",
-        )?;
-        Ok(())
+        )
     }
-}
-
-/// The configuration's JSON Schema (draft 2020-12), pretty-printed (`satlab-pep --print-schema`):
-/// doc comments are the descriptions, `minimum`/`maximum` the fixed bounds `validate()` checks (kept
-/// equal by hand; cross-field rules such as the two ports differing stay in `validate()` only).
-pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(Config);
-    serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes")
 }
 
 #[cfg(test)]
@@ -329,7 +313,8 @@ mod tests {
 
     #[test]
     fn schema_carries_the_bounds_validate_checks() {
-        let s: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
+        let s: serde_json::Value =
+            serde_json::from_str(&binkit::schema::pretty::<Config>()).unwrap();
         let idle = &s["properties"]["idle_timeout_s"];
         assert_eq!(
             (idle["minimum"].as_f64(), idle["maximum"].as_f64()),

@@ -99,29 +99,10 @@ pub fn install(cfg: &Config) -> io::Result<Installed> {
     // a table left by a killed PEP is replaced, not doubled
     let _ = run(&["nft", "delete", "table", "ip", TABLE], None);
     run(&["nft", "-f", "-"], Some(&nft_rules(cfg)))?;
-    let (mark, table) = (i.mark.to_string(), i.table.to_string());
-    let _ = run(
-        &["ip", "rule", "del", "fwmark", &mark, "lookup", &table],
-        None,
-    );
-    run(
-        &["ip", "rule", "add", "fwmark", &mark, "lookup", &table],
-        None,
-    )?;
-    run(
-        &[
-            "ip",
-            "route",
-            "replace",
-            "local",
-            "0.0.0.0/0",
-            "dev",
-            "lo",
-            "table",
-            &table,
-        ],
-        None,
-    )?;
+    // a rule left by a killed PEP is replaced, not doubled
+    let _ = policy_rule("del", i.mark, i.table);
+    policy_rule("add", i.mark, i.table)?;
+    local_route("replace", i.table)?;
     let iw = cfg.satellite.initial_window_packets;
     if iw > 0 {
         let dev = &i.satellite_interface;
@@ -150,6 +131,29 @@ pub fn install(cfg: &Config) -> io::Result<Installed> {
     Ok(done)
 }
 
+/// `ip rule OP fwmark MARK lookup TABLE`: marked packets use the table of the local route.
+fn policy_rule(op: &str, mark: u32, table: u32) -> io::Result<String> {
+    let (mark, table) = (mark.to_string(), table.to_string());
+    run(&["ip", "rule", op, "fwmark", &mark, "lookup", &table], None)
+}
+
+/// `ip route OP local 0.0.0.0/0 dev lo table TABLE`: every address is local in that table.
+fn local_route(op: &str, table: u32) -> io::Result<String> {
+    let table = table.to_string();
+    let argv = [
+        "ip",
+        "route",
+        op,
+        "local",
+        "0.0.0.0/0",
+        "dev",
+        "lo",
+        "table",
+        &table,
+    ];
+    run(&argv, None)
+}
+
 /// `ip route show dev X` omits the device; `ip route change` needs it back.
 fn route_args(line: &str, dev: &str) -> Vec<String> {
     let mut v: Vec<String> = line.split_whitespace().map(String::from).collect();
@@ -170,25 +174,8 @@ impl Drop for Installed {
         for (before, _) in &self.routes {
             let _ = change_route(before);
         }
-        let (mark, table) = (self.mark.to_string(), self.table.to_string());
-        let _ = run(
-            &["ip", "rule", "del", "fwmark", &mark, "lookup", &table],
-            None,
-        );
-        let _ = run(
-            &[
-                "ip",
-                "route",
-                "del",
-                "local",
-                "0.0.0.0/0",
-                "dev",
-                "lo",
-                "table",
-                &table,
-            ],
-            None,
-        );
+        let _ = policy_rule("del", self.mark, self.table);
+        let _ = local_route("del", self.table);
         let _ = run(&["nft", "delete", "table", "ip", TABLE], None);
         if self.bridge_nf_was_on {
             let _ = std::fs::write(BRIDGE_NF, "1");

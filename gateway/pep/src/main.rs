@@ -12,6 +12,7 @@ mod relay;
 mod sock;
 mod state;
 
+use binkit::{cli, exit::OrExit};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,6 +38,9 @@ struct Args {
     print_rules: bool,
 }
 
+/// The name errors start with.
+const PROGRAM: &str = "satlab-pep";
+
 fn main() {
     let Args {
         config: path,
@@ -44,19 +48,7 @@ fn main() {
         print_rules,
         print_schema,
     } = clap::Parser::parse();
-    if print_schema {
-        println!("{}", config::json_schema());
-        return;
-    }
-    // --config is required unless --print-schema, which has returned above.
-    let path = path.expect("clap requires --config");
-    let cfg = match config::Config::from_yaml_file(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("satlab-pep: {e}");
-            std::process::exit(2);
-        }
-    };
+    let cfg = cli::config_or_schema(PROGRAM, print_schema, path, config::Config::from_yaml_file);
     if print_rules {
         print!("{}", intercept::nft_rules(&cfg));
         return;
@@ -71,10 +63,7 @@ fn main() {
         );
         return;
     }
-    if let Err(e) = run(cfg) {
-        eprintln!("satlab-pep: {e}");
-        std::process::exit(1);
-    }
+    run(cfg).or_exit(PROGRAM, 1);
 }
 
 fn run(cfg: config::Config) -> std::io::Result<()> {
@@ -91,13 +80,7 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
     let from_terrestrial = relay::listener(&sh, c.intercept.terrestrial_port, false)?;
     // also proves the congestion control is available before any connection needs it
     let from_satellite = relay::listener(&sh, c.intercept.satellite_port, true)?;
-    let http = match c.http.listen {
-        Some(a) => Some(
-            std::net::TcpListener::bind(a)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("http.listen {a}: {e}")))?,
-        ),
-        None => None,
-    };
+    let http = binkit::http::bind(c.http.listen)?;
     let installed = if c.intercept.install {
         Some(intercept::install(c)?)
     } else {

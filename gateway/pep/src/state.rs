@@ -1,7 +1,7 @@
 //! What the PEP counts: counters, the connections in progress, and a bounded log of finished ones.
 
 use crate::config::Config;
-use binkit::prom;
+use binkit::{counters, prom};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,19 +44,21 @@ pub struct Record {
     pub error: Option<String>,
 }
 
-#[derive(Default)]
-pub struct Counters {
-    pub accepted: AtomicU64,
-    pub refused_cap: AtomicU64,
-    pub closed: AtomicU64,
-    pub reset_by_client: AtomicU64,
-    pub reset_by_server: AtomicU64,
-    pub idle_timeout: AtomicU64,
-    pub connect_failed: AtomicU64,
-    pub bytes_client_to_server: AtomicU64,
-    pub bytes_server_to_client: AtomicU64,
-    pub active: AtomicU64,
-    pub peak_active: AtomicU64,
+binkit::counters! {
+    /// What the PEP counts (Prometheus `satlab_pep_<counter>_total`, `satlab_pep_<gauge>`).
+    pub struct Counters {
+        accepted: "Connections intercepted and accepted.",
+        active: gauge "Connections open now.",
+        peak_active: gauge "Most connections open at once.",
+        refused_cap: "Connections refused at max_connections.",
+        closed: "Connections that ended with a close.",
+        reset_by_client: "Connections reset by the client.",
+        reset_by_server: "Connections reset by the server.",
+        idle_timeout: "Connections closed idle.",
+        connect_failed: "Onward connects that failed.",
+        bytes_client_to_server: "Bytes relayed client to server.",
+        bytes_server_to_client: "Bytes relayed server to client.",
+    }
 }
 
 impl Counters {
@@ -74,84 +76,6 @@ impl Counters {
             End::Stopped => return,
         };
         Counters::add(c, 1);
-    }
-
-    /// Every counter and gauge as (name, Prometheus type, help, value): the JSON status and
-    /// the Prometheus text both list these.
-    pub fn list(&self) -> [(&'static str, &'static str, &'static str, u64); 11] {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        [
-            (
-                "accepted",
-                "counter",
-                "Connections intercepted and accepted.",
-                g(&self.accepted),
-            ),
-            ("active", "gauge", "Connections open now.", g(&self.active)),
-            (
-                "peak_active",
-                "gauge",
-                "Most connections open at once.",
-                g(&self.peak_active),
-            ),
-            (
-                "refused_cap",
-                "counter",
-                "Connections refused at max_connections.",
-                g(&self.refused_cap),
-            ),
-            (
-                "closed",
-                "counter",
-                "Connections that ended with a close.",
-                g(&self.closed),
-            ),
-            (
-                "reset_by_client",
-                "counter",
-                "Connections reset by the client.",
-                g(&self.reset_by_client),
-            ),
-            (
-                "reset_by_server",
-                "counter",
-                "Connections reset by the server.",
-                g(&self.reset_by_server),
-            ),
-            (
-                "idle_timeout",
-                "counter",
-                "Connections closed idle.",
-                g(&self.idle_timeout),
-            ),
-            (
-                "connect_failed",
-                "counter",
-                "Onward connects that failed.",
-                g(&self.connect_failed),
-            ),
-            (
-                "bytes_client_to_server",
-                "counter",
-                "Bytes relayed client to server.",
-                g(&self.bytes_client_to_server),
-            ),
-            (
-                "bytes_server_to_client",
-                "counter",
-                "Bytes relayed server to client.",
-                g(&self.bytes_server_to_client),
-            ),
-        ]
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::Value::Object(
-            self.list()
-                .iter()
-                .map(|(name, _, _, v)| (name.to_string(), serde_json::json!(v)))
-                .collect(),
-        )
     }
 }
 
@@ -192,14 +116,7 @@ impl Shared {
     pub fn metrics(&self) -> String {
         let labels = format!("{{edge=\"{}\"}}", self.cfg.edge.as_str());
         let mut o = String::new();
-        for (name, kind, help, v) in self.c.list() {
-            let full = if kind == "counter" {
-                format!("satlab_pep_{name}_total")
-            } else {
-                format!("satlab_pep_{name}")
-            };
-            prom::family(&mut o, &full, kind, help, &labels, v);
-        }
+        counters::prometheus(&mut o, "satlab_pep", &labels, &self.c.list());
         let uptime = format!("{:.3}", self.started.elapsed().as_secs_f64());
         let help = "Seconds since the PEP started.";
         prom::family(
@@ -227,7 +144,7 @@ impl Shared {
             },
             "max_connections": self.cfg.max_connections,
             "idle_timeout_s": self.cfg.idle_timeout_s,
-            "counters": self.c.json(),
+            "counters": counters::json(&self.c.list()),
         })
     }
 
@@ -263,6 +180,6 @@ mod tests {
         // one HELP and one TYPE line per family, every counter of the JSON status among them
         let families = text.lines().filter(|l| l.starts_with("# TYPE")).count();
         assert_eq!(families, sh.c.list().len() + 1); // + uptime
-        assert_eq!(sh.c.json()["accepted"], 3);
+        assert_eq!(counters::json(&sh.c.list())["accepted"], 3);
     }
 }
