@@ -65,12 +65,12 @@ def no_struct_ops_left() -> Iterator[None]:
     after an RCU grace period: waited out for up to 5 s. Maps of the service's testbeds running
     at the same time (a soak beside these tests) are told apart by their instance names."""
     before = _struct_ops_ids()
+
+    def ours_left() -> set[int]:
+        return {i for i in _struct_ops_ids() - before if not _service_instance(i)}
+
     yield
     deadline = time.monotonic() + 5
-    while (left := _struct_ops_ids() - before) and time.monotonic() < deadline:
-        left = {i for i in left if not _service_instance(i)}
-        if not left:
-            break
+    while (left := ours_left()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = {i for i in left if not _service_instance(i)}
     assert not left, f"struct_ops maps (bpftool struct_ops show) left by this test: {sorted(left)}"
