@@ -30,6 +30,7 @@ from satlab.agent import tlsca
 from satlab.ci_verdicts import print_verdicts
 from satlab.expectations import point_label
 from satlab.link_backend import BackendUnavailable, require_backend
+from satlab.linkcheck import LinkConfigError, check_link
 from satlab.opensand import cli as opensand_cli
 from satlab.phy import command as phy_command
 from satlab.progress import run_progress
@@ -45,7 +46,6 @@ from satlab.scenario import (
 from satlab.service import comparisons
 from satlab.service.results import aggregate_rows, headline
 from satlab.stats import Estimate, mean_ci95
-from satlab.testbed.emulator import LinkConfigError, check_link
 from satlab.testbed.runner import run_one
 from satlab.testbed.testbed import sweep
 

@@ -3,16 +3,16 @@ rate per tick, whether a link file parses), asked of the emulator binary (`--pri
 `--preview-trace`, `--check-file`, emulator/src/describe.rs), so Python and the UI keep no copy
 of the DVB-S2 arithmetic or of the file parsers.
 
-The binary runs on request data, so it gets the same time and address-space bounds as the
-configuration check (satlab.testbed.emulator.check_link)."""
+The binary runs on request data, so it runs with a time and an address-space limit
+(satlab.bounded), as the configuration check (satlab.linkcheck.check_link) does."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from satlab.bounded import BoundedRunError, exit_reason, run_bounded
 from satlab.settings import EMULATOR_BIN, get_check_limits
-from satlab.testbed.emulator import BoundedRunError, exit_reason, run_bounded
 
 
 class LinkModelError(ValueError):

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "htmlkit",
             "progress",
             "records",
+            "bounded",
         },
     ),
     # What a scenario is: its schema, the congestion-control schemes, the link budget, verdicts.
@@ -41,12 +42,13 @@ LAYERS: list[tuple[str, set[str]]] = [
             "traffic",
         },
     ),
+    # The Rust link model's answers and the emulator's check of a link (each run as a bounded
+    # process), the traces built on them, and OpenSAND's configuration format read and written.
+    ("link tools", {"linkmodel", "linkcheck", "raintrace", "weather", "modemlog", "opensand"}),
     # The process inside each box that starts programs on the orchestrator's behalf.
     ("agent", {"agent"}),
     # Boxes, links and programs for one run, and the runner.
     ("testbed", {"testbed"}),
-    # Link models and imports that run the emulator binary the testbed knows how to start.
-    ("link tools", {"linkmodel", "raintrace", "weather", "modemlog", "opensand"}),
     # The FastAPI service: database models, experiments, results, routes.
     ("service", {"service"}),
     # Clients of the service and the worker that runs its runs.

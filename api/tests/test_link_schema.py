@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from satlab.linkcheck import LinkConfigError, check_link
 from satlab.scenario import LINK_DEF_PREFIX, json_schema_dict, link_json_schema
 from satlab.settings import EMULATOR_BIN
-from satlab.testbed.emulator import LinkConfigError, check_link
 
 
 def _emulator() -> str:

@@ -16,8 +16,8 @@ import pytest
 from scipy import signal, stats
 
 from satlab import cli, raintrace, weather
+from satlab.linkcheck import check_link
 from satlab.service import files
-from satlab.testbed.emulator import check_link
 
 TOULOUSE = weather.Site(43.6, 1.44, 20.0, 35.0)
 # Tropical Ka band: P.618 gives ~100 dB at 0.01 % and ~250 dB at 0.001 % (P.1853 extrapolates

@@ -1,4 +1,4 @@
-"""The request bodies of the agent's HTTP API that the runner sends (agent/server.py reads them)."""
+"""The request bodies of the agent's HTTP API that the testbed sends (agent/server.py reads)."""
 
 from __future__ import annotations
 

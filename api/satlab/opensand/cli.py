@@ -100,8 +100,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _check_with_emulator(path: Path) -> None:
+    from satlab.linkcheck import check_link
     from satlab.settings import EMULATOR_BIN
-    from satlab.testbed.emulator import check_link
 
     if EMULATOR_BIN.is_file():
         check_link(load_scenario(path).link)

@@ -27,6 +27,7 @@ from typing import Any
 from rich.console import Console
 
 from satlab import remote_cli
+from satlab.linkcheck import LinkConfigError
 from satlab.progress import run_progress
 from satlab.reproduce import local, report
 from satlab.reproduce.selection import (
@@ -42,7 +43,6 @@ from satlab.reproduce.version import commit as repo_commit
 from satlab.rest_client import Client, CliError, wait
 from satlab.scenario import ScenarioError, expand_runs
 from satlab.settings import REPO_ROOT
-from satlab.testbed.emulator import LinkConfigError
 
 console = Console(stderr=True)
 # Set-up and teardown per run on top of its duration_s (testbed, agents, emulator, gateways, scheme

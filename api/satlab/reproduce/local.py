@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from satlab import __version__
+from satlab.linkcheck import check_link
 from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import Entry, Subset
 from satlab.scenario import expand_runs
 from satlab.service.results import aggregate_rows, headline
-from satlab.testbed.emulator import check_link
 from satlab.testbed.runner import run_one
 
 Progress = Callable[[str, float, str], None]  # (run label, fraction, message)

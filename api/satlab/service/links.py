@@ -19,13 +19,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from satlab.linkcheck import LinkConfigError, check_link
 from satlab.scenario import Scenario as ScenarioSpec
 from satlab.scenario import ScenarioError, expand_runs
 from satlab.service import files
 from satlab.service.errors import Invalid
 from satlab.service.models import UploadedFile
 from satlab.settings import EMULATOR_BIN
-from satlab.testbed.emulator import LinkConfigError, check_link
 
 
 class Link(dict[str, Any]):

@@ -30,7 +30,7 @@ from satlab.settings import (
 )
 
 # Where each component of a testbed serves /metrics: (component, box, port on 127.0.0.1). The
-# runner makes them listen there (testbed/emulator.py, testbed/gateway.py, testbed/pep.py); a
+# runner makes them listen there (testbed/runner.py, testbed/gateway.py, testbed/pep.py); a
 # component a run does not use refuses the connection at once and is left out.
 TIMEOUT_S = 1.0
 MAX_TEXT_BYTES = 1 << 20  # one target's exposition; the emulator's is ~10 KB

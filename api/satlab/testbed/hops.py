@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from satlab.agent.requests import ProcessStart
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, TerrestrialHop, UdpCross
 from satlab.testbed import topology
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -82,8 +83,8 @@ def start(tb: Testbed, sc: Scenario, spec: RunSpec) -> dict[int, int]:
         cfg = emulator_config(hop, k, spec.seed, tb)
         path = tb.dir / f"hop{k}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        body = {"id": "emulator", "kind": "emulator", "args": ["--config", str(path)]}
-        tb.agent(topology.hop_box(k), "POST", "/processes", body)
+        emulator = ProcessStart(id="emulator", kind="emulator", args=["--config", str(path)])
+        tb.agent(topology.hop_box(k), "POST", "/processes", emulator)
         started[k] = cfg["seed"]
     deadline = time.monotonic() + START_TIMEOUT_S
     for k in started:

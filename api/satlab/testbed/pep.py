@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from satlab.agent.requests import ProcessStart
 from satlab.scenario import PepSettings
 from satlab.settings import PEP_HTTP_LISTEN as HTTP_LISTEN
 from satlab.testbed.gateway import OUTSIDE
@@ -69,12 +70,8 @@ def start(p: PepSettings | None, tb: Testbed, loaded: LoadedSchemes | None = Non
         cc = loaded.cc_for(role, p.congestion_control) if loaded else p.congestion_control
         path = tb.dir / f"pep-{role}.yaml"
         path.write_text(yaml.safe_dump(pep_config(p, role, tb.gateway, cc), sort_keys=False))
-        tb.agent(
-            role,
-            "POST",
-            "/processes",
-            {"id": "pep", "kind": "pep", "args": ["--config", str(path)]},
-        )
+        pep = ProcessStart(id="pep", kind="pep", args=["--config", str(path)])
+        tb.agent(role, "POST", "/processes", pep)
     time.sleep(START_CHECK_S)
     for role in roles:
         st = tb.agent(role, "GET", "/processes/pep")

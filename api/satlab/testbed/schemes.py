@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT
+from satlab.agent.requests import ProcessStart
 from satlab.schemes import Scheme, instance_name, project_scheme
 from satlab.settings import ENDHOSTS_BUILD
 
@@ -149,7 +150,7 @@ def start(
                 loaded.cgroups[role] = cg
                 args += ["--cgroup", str(cg)]
             ident = f"scheme-{scheme.short}"
-            tb.agent(role, "POST", "/processes", {"id": ident, "kind": "scheme", "args": args})
+            tb.agent(role, "POST", "/processes", ProcessStart(id=ident, kind="scheme", args=args))
             loaded.procs[f"{role}/{ident}"] = (role, scheme)
             loaded.names[(role, cc)] = ca
     _wait_registered(tb, loaded)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from satlab.agent.requests import ProcessStart
+
 if TYPE_CHECKING:
     from satlab.scenario import Withhold
 
@@ -44,8 +46,8 @@ def start(tb: Any, w: Withhold | None, receivers: dict[str, list[int]]) -> list[
     if w is None:
         return []
     for role, ports in receivers.items():
-        body = {"id": PROCESS_ID, "kind": "withhold", "args": args(w, ports)}
-        tb.agent(role, "POST", "/processes", body)
+        receiver = ProcessStart(id=PROCESS_ID, kind="withhold", args=args(w, ports))
+        tb.agent(role, "POST", "/processes", receiver)
     time.sleep(0.3)  # the rules are in place, or the program has exited with the reason
     for role in receivers:
         st = tb.agent(role, "GET", f"/processes/{PROCESS_ID}")

@@ -23,9 +23,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from satlab.app import create_app
+from satlab.linkcheck import LinkConfigError, check_link
 from satlab.service import auth
 from satlab.settings import EMULATOR_BIN, get_check_limits, get_settings
-from satlab.testbed.emulator import LinkConfigError, check_link
 
 from .conftest import FADE, Tokens, scenario_yaml, upload_fade
 

@@ -3,25 +3,37 @@
 use std::fmt::Display;
 
 /// Checks `lo <= v <= hi` for the field `field`; NaN is out of every range. The error reads
-/// `{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}` (`unit` starts with a
-/// space, or is empty). linkmodel's `config::check_range` writes the same words into its own
-/// error type.
+/// `{field}: {reason}` with the reason of [`out_of_range`].
 pub fn check_range<T>(field: &str, v: T, lo: T, hi: T, unit: &str) -> Result<(), String>
+where
+    T: PartialOrd + Display + Copy,
+{
+    match out_of_range(v, lo, hi, unit) {
+        Some(reason) => Err(format!("{field}: {reason}")),
+        None => Ok(()),
+    }
+}
+
+/// The range rule without the field name, for callers with their own error type (linkmodel's
+/// `config::check_range` puts it in a `ConfigError::Field`): `None` when `lo <= v <= hi`, else
+/// `value {v} is outside the allowed range [{lo}, {hi}]{unit}` (`unit` starts with a space, or is
+/// empty). NaN is out of every range.
+pub fn out_of_range<T>(v: T, lo: T, hi: T, unit: &str) -> Option<String>
 where
     T: PartialOrd + Display + Copy,
 {
     // partial_cmp is None for NaN (works for integers and floats).
     if v.partial_cmp(&lo).is_none() || v < lo || v > hi {
-        return Err(format!(
-            "{field}: value {v} is outside the allowed range [{lo}, {hi}]{unit}"
+        return Some(format!(
+            "value {v} is outside the allowed range [{lo}, {hi}]{unit}"
         ));
     }
-    Ok(())
+    None
 }
 
 #[cfg(test)]
 mod tests {
-    use super::check_range;
+    use super::{check_range, out_of_range};
 
     #[test]
     fn names_the_field_and_the_bound() {
@@ -32,5 +44,15 @@ mod tests {
         );
         assert!(check_range("a.b", f64::NAN, 0.0, 1.0, "").is_err());
         assert!(check_range("a.b", f64::INFINITY, 0.0, 1e7, "").is_err());
+    }
+
+    #[test]
+    fn reason_without_the_field() {
+        assert_eq!(out_of_range(3u16, 0, 1023, ""), None);
+        assert_eq!(
+            out_of_range(5000u16, 0, 1023, "").as_deref(),
+            Some("value 5000 is outside the allowed range [0, 1023]")
+        );
+        assert!(out_of_range(f64::NAN, 0.0, 1.0, "").is_some());
     }
 }

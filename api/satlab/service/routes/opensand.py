@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from satlab import db
+from satlab.linkcheck import LinkConfigError, check_link
 from satlab.opensand import archive
 from satlab.opensand.cli import scenario_data, scenario_name
 from satlab.opensand.importer import ImportResult, import_dir
@@ -29,7 +30,6 @@ from satlab.service.errors import Invalid
 from satlab.service.routes.scenarios import FILE_BODY, _body
 from satlab.service.schemas import FileOut, ScenarioOut
 from satlab.settings import EMULATOR_BIN, get_settings
-from satlab.testbed.emulator import LinkConfigError, check_link
 
 router = APIRouter(prefix="/api", tags=["opensand"])
 

@@ -1,4 +1,6 @@
-"""Where the emulator binary is, and a pre-flight check of a link configuration with it."""
+"""Programs run on request data with a time and an address-space limit: the emulator's
+configuration check (satlab.linkcheck.check_link) and the link model's answers
+(satlab.linkmodel). Standard library only, so any layer may use it."""
 
 from __future__ import annotations
 
@@ -6,45 +8,7 @@ import os
 import resource
 import signal
 import subprocess
-import tempfile
 from collections.abc import Callable
-from typing import Any
-
-import yaml
-
-from satlab.link_backend import emulator_link
-from satlab.settings import EMULATOR_BIN, get_check_limits
-
-
-class LinkConfigError(ValueError):
-    """The emulator refused a link configuration; the message names the field or file line."""
-
-
-def check_link(
-    link: dict[str, Any], timeout_s: float | None = None, memory_bytes: int | None = None
-) -> None:
-    """Validate a scenario's link with the emulator itself (`--check`), so a bad field fails
-    before any testbed is built, with the emulator's own message.
-
-    The check runs on request data (a FIFO or a huge file among the link's files could hang it or
-    make it grow), so it is bounded: killed after `timeout_s` (default SATLAB_CHECK_TIMEOUT_S) and
-    limited to `memory_bytes` of address space (default SATLAB_CHECK_MEMORY_BYTES)."""
-    limits = get_check_limits()
-    timeout_s = limits.check_timeout_s if timeout_s is None else timeout_s
-    memory_bytes = limits.check_memory_bytes if memory_bytes is None else memory_bytes
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        yaml.safe_dump(emulator_link(link), f)  # `backend` is the runner's, not the emulator's
-        f.flush()
-        argv = [str(EMULATOR_BIN), "--config", f.name, "--check"]
-        try:
-            proc = run_bounded(argv, timeout_s, memory_bytes)
-        except BoundedRunError as err:
-            raise LinkConfigError(f"the emulator's check {err}") from None
-    if proc.returncode != 0:
-        msg = proc.stderr.strip().replace(f.name, "link")
-        raise LinkConfigError(
-            msg or f"the emulator's check {exit_reason(proc.returncode, memory_bytes)}"
-        )
 
 
 class BoundedRunError(RuntimeError):
@@ -56,8 +20,7 @@ def run_bounded(
     argv: list[str], timeout_s: float, memory_bytes: int, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """argv run on request data (`stdin`, or files its arguments name) with a time and an
-    address-space limit: the configuration check here and the link model's answers
-    (satlab.linkmodel). When time is up it is killed, with anything it started."""
+    address-space limit. When time is up it is killed, with anything it started."""
     try:
         proc = subprocess.Popen(
             argv,
