@@ -1,14 +1,17 @@
 """`link.backend`: which emulator carries a scenario's link.
 
 `satlab` (the default) is the built-in emulator. `opensand` asks for OpenSAND 8's entities
-instead; the runner checks for its binaries before building anything and fails with an error that
-names the missing ones and how to install them (README.md, "OpenSAND as the link"). Running the
-entities is not implemented yet: with the binaries present the run still fails, saying so.
+instead (satlab.testbed.opensand); the runner checks for its binary before building anything and
+fails with an error that names it and how to install it (README.md, "OpenSAND as the link").
+The binary is `$SATLAB_OPENSAND_PREFIX/bin/opensand` when that variable is set (a build installed
+under a prefix), else `opensand` on PATH (CNES's Debian packages).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 BACKENDS = ("satlab", "opensand")
@@ -35,8 +38,28 @@ def emulator_link(link: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in link.items() if k != "backend"}
 
 
+def _where(binary: str) -> Path | None:
+    prefix = os.environ.get("SATLAB_OPENSAND_PREFIX")
+    if prefix:
+        p = Path(prefix) / "bin" / binary
+        return p if os.access(p, os.X_OK) else None
+    found = shutil.which(binary)
+    return Path(found) if found else None
+
+
+def opensand_binary() -> Path | None:
+    """The OpenSAND entity program, or None when it is not installed."""
+    return _where(OPENSAND_BINARIES[0])
+
+
 def missing_binaries() -> list[str]:
-    return [b for b in OPENSAND_BINARIES if shutil.which(b) is None]
+    """The missing binaries, each as it was looked for (a path under SATLAB_OPENSAND_PREFIX)."""
+    prefix = os.environ.get("SATLAB_OPENSAND_PREFIX")
+    return [
+        str(Path(prefix) / "bin" / b) if prefix else b
+        for b in OPENSAND_BINARIES
+        if _where(b) is None
+    ]
 
 
 def require_backend(link: dict[str, Any]) -> None:
@@ -45,11 +68,7 @@ def require_backend(link: dict[str, Any]) -> None:
         return
     missing = missing_binaries()
     if missing:
+        where = "" if os.environ.get("SATLAB_OPENSAND_PREFIX") else ", not found on PATH"
         raise BackendUnavailable(
-            f"link.backend: opensand needs {', '.join(missing)}, not found on PATH; " + INSTALL_HINT
+            f"link.backend: opensand needs {', '.join(missing)}{where}; " + INSTALL_HINT
         )
-    raise BackendUnavailable(
-        "link.backend: opensand: OpenSAND's binaries are installed, but this runner cannot yet "
-        "start its entities; export the link (`satlab export opensand SCENARIO DIR`) and run "
-        "them by hand, or use backend: satlab"
-    )

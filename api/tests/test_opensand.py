@@ -8,6 +8,7 @@ import copy
 import io
 import shutil
 import tarfile
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from satlab.link_backend import BackendUnavailable, emulator_link, require_backend
+from satlab.linkcheck import check_link
 from satlab.opensand import archive, tables
 from satlab.opensand.cli import scenario_data
 from satlab.opensand.exporter import export_link, geometry_delay_ms
@@ -22,7 +24,6 @@ from satlab.opensand.importer import QUEUE_MAX_BYTES, import_dir
 from satlab.opensand.xmlsafe import MAX_XML_BYTES, OpenSandError, parse_xml
 from satlab.scenario import ScenarioError, map_link_files, parse_scenario
 from satlab.settings import EMULATOR_BIN, REPO_ROOT
-from satlab.testbed.emulator import check_link
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "opensand"
 
@@ -319,6 +320,26 @@ def test_export_lists_what_opensand_cannot_express(tmp_path: Path, trace: Path) 
         export_link(link, tmp_path / "os")
 
 
+def test_export_has_the_blocks_opensand_8_2_schema_requires(tmp_path: Path, trace: Path) -> None:
+    """OpenSAND 8.2.0 validates its files against schemas it generates (`opensand -g DIR`): every
+    infrastructure.xml carries all five entity kinds' blocks in the model's order and the logs'
+    extra_levels, and a terminal's profile has access2 before physical_layer (files without them
+    are refused: "Element 'entity_gw': This element is not expected. Expected is (entity_sat)")."""
+    export_link(full_link(trace), tmp_path / "os")
+    kinds = ["entity_sat", "entity_gw", "entity_gw_net_acc", "entity_gw_phy", "entity_st"]
+    for folder, own in (("gw", "Gateway"), ("sat", "Satellite"), ("st", "Terminal")):
+        infra = ET.parse(tmp_path / "os" / folder / "infrastructure.xml").getroot()
+        entity = infra.find("root/entity")
+        assert entity is not None
+        assert [c.tag for c in entity] == ["entity_type", *kinds]
+        assert entity.findtext("entity_type") == own
+        assert infra.find("root/logs/extra_levels/item/name") is not None
+    profile = ET.parse(tmp_path / "os" / "st" / "profile.xml").getroot().find("root")
+    assert profile is not None
+    tags = [c.tag for c in profile]
+    assert tags[-2:] == ["access2", "physical_layer"], tags
+
+
 def test_geometry_delay() -> None:
     g = {"satellite_longitude_deg": 13.0, "gateway": {"lat_deg": 0, "lon_deg": 13.0},
          "terminal": {"lat_deg": 0, "lon_deg": 13.0}}  # fmt: skip
@@ -415,6 +436,7 @@ def test_archive_round_trip(tmp_path: Path) -> None:
 
 def test_backend_opensand_fails_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("SATLAB_OPENSAND_PREFIX", raising=False)
     with pytest.raises(
         BackendUnavailable, match=r"opensand needs opensand, not found on PATH; install OpenSAND 8"
     ):
@@ -433,6 +455,7 @@ def test_runner_refuses_opensand_backend(monkeypatch: pytest.MonkeyPatch) -> Non
     from satlab.testbed import runner
 
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("SATLAB_OPENSAND_PREFIX", raising=False)
 
     def no_testbed(*a: Any, **k: Any) -> Any:
         raise AssertionError("a testbed was built")
@@ -443,6 +466,23 @@ def test_runner_refuses_opensand_backend(monkeypatch: pytest.MonkeyPatch) -> Non
     res = runner.run_one(sc, expand_runs(sc)[0])
     assert res["status"] == "failed" and "opensand needs opensand" in res["error"]
     assert "apt-get install opensand" in res["error"]
+
+
+def test_opensand_prefix_names_the_binary_it_looked_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """SATLAB_OPENSAND_PREFIX: the binary is PREFIX/bin/opensand, and the error names that path."""
+    from satlab.link_backend import opensand_binary
+
+    monkeypatch.setenv("SATLAB_OPENSAND_PREFIX", str(tmp_path))
+    with pytest.raises(BackendUnavailable, match=f"opensand needs {tmp_path}/bin/opensand; "):
+        require_backend({"backend": "opensand"})
+    binary = tmp_path / "bin" / "opensand"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert opensand_binary() == binary
+    require_backend({"backend": "opensand"})
 
 
 # -- the command line --
@@ -511,3 +551,31 @@ def test_export_for_the_compose_profile(tmp_path: Path, trace: Path) -> None:
     assert absolute and "its copy st/fade.txt in the directory is used" in absolute[0].reason
     with pytest.raises(OpenSandError, match="not an absolute path"):
         export_link(link, tmp_path / "os2", files_at="etc")
+
+
+def test_probes_are_read_from_opensand_local_statistics(tmp_path: Path) -> None:
+    """An entity's local statistics files as opensand-output 8.2 writes them (FileStatHandler: a
+    header of `NAME (UNIT)`, local-time stamps, empty fields for probes without a new value, a
+    new numbered file when the probes change)."""
+    from satlab.opensand import probes
+
+    (tmp_path / "st2_0.csv").write_text(
+        "Date;spot_0.st.phy.total_cn (dB);spot_0.st.down_forward_modcod.received_modcod "
+        "(modcod index);spot_0.st.phy.drops (frame number)\n"
+        "2026-11-27 06:14:38.510;16.99;;0\n"
+        "2026-11-27 06:14:38.563;16.99;28;2\n"
+        "2026-11-27 06:14:38.6"  # cut short by the entity's end
+    )
+    (tmp_path / "st2_1.csv").write_text(
+        "Date;spot_0.st.phy.drops (frame number);spot_0.gw.standard.queue_loss.packets.be "
+        "(Packets)\n2026-11-27 06:14:39.000;3;4\n"
+    )
+    stats = probes.read_stats(tmp_path)
+    cn = probes.find(stats, "phy.total_cn")
+    assert cn is not None and cn.unit == "dB" and [v for _, v in cn.points] == [16.99, 16.99]
+    modcod = probes.find(stats, "down_forward_modcod.received_modcod")
+    assert modcod is not None and [v for _, v in modcod.points] == [28]
+    assert round(modcod.points[0][0] - cn.points[0][0], 3) == 0.053
+    assert probes.total(stats, "phy.drops") == 5
+    assert probes.total(stats, "queue_loss.packets") == 4  # the gateway's, behind its category
+    assert probes.find(stats, "throughputs.l2_from_sat.total") is None

@@ -497,7 +497,7 @@ class _Exporter:
         }
         for d, hop in hops:
             phy[f"{hop}_attenuation"] = self.attenuation(d, hop, kind, refresh)
-        return {
+        out = {
             "control_plane": {"disable_control_plane": False},
             "network": network,
             "encap": {
@@ -506,8 +506,10 @@ class _Exporter:
                 "rle": {"alpdu_protection": "Sequence Number"},
             },
             "access": access,
-            "physical_layer": phy,
         }  # fmt: skip
+        if kind == "st":  # OpenSAND 8.2's terminal schema wants it (its opensand_cli examples)
+            out["access2"] = {"scpc": {"carrier_duration": 5}}
+        return {**out, "physical_layer": phy}
 
     def infrastructure(self, kind: str, eid: int) -> dict[str, Any]:
         def emu(i: int) -> str:
@@ -516,24 +518,32 @@ class _Exporter:
         def mac(i: int) -> str:
             return f"02:00:00:00:00:{i:02x}"
 
-        entity: dict[str, Any] = {
-            "entity_type": {"gw": "Gateway", "sat": "Satellite", "st": "Terminal"}[kind]
-        }
-        if kind == "sat":
-            entity["entity_sat"] = {"entity_id": eid, "emu_address": emu(eid),
-                                    "regen_level": "Transparent", "isl_settings": []}  # fmt: skip
-        else:
-            entity[f"entity_{kind}"] = {
-                "entity_id": eid,
-                "emu_address": emu(eid),
-                "tap_iface": "opensand_tap",
-                "mac_address": mac(eid),
-            }
         sts = self.terminal_ids()
+
+        def ground(i: int) -> dict[str, Any]:
+            return {"entity_id": i, "emu_address": emu(i), "tap_iface": "opensand_tap",
+                    "mac_address": mac(i)}  # fmt: skip
+
+        # OpenSAND 8's schema wants every entity kind's block, in this order, whatever the
+        # entity's type (its opensand_cli examples carry them all); the type picks the one read.
+        interconnect = {"interconnect_address": "192.168.1.1", "interconnect_remote": "192.168.1.2"}
+        entity: dict[str, Any] = {
+            "entity_type": {"gw": "Gateway", "sat": "Satellite", "st": "Terminal"}[kind],
+            "entity_sat": {"entity_id": SAT_ID, "emu_address": emu(SAT_ID), "isl_settings": []},
+            "entity_gw": ground(GW_ID),
+            "entity_gw_net_acc": {"entity_id": GW_ID, "tap_iface": "opensand_tap",
+                                  "mac_address": mac(GW_ID),
+                                  "interconnect_params": interconnect},
+            "entity_gw_phy": {"entity_id": GW_ID, "interconnect_params": {
+                "interconnect_address": "192.168.1.2", "interconnect_remote": "192.168.1.1"},
+                "emu_address": emu(GW_ID)},
+            "entity_st": ground(eid if kind == "st" else sts[0]),
+        }  # fmt: skip
         return {
             "entity": entity,
-            "logs": {k: {"level": "warning"} for k in
-                     ("init", "lan_adaptation", "dvb", "physical_layer", "sat_carrier")},
+            "logs": {**{k: {"level": "warning"} for k in
+                        ("init", "lan_adaptation", "dvb", "physical_layer", "sat_carrier")},
+                     "extra_levels": [{"name": "Configuration", "level": "warning"}]},
             "storage": {"enable_local": False, "path_local": "/var/log/opensand",
                         "enable_collector": False, "collector_address": "127.0.0.1"},
             "infrastructure": {

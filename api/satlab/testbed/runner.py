@@ -1,7 +1,8 @@
 """Runs one run of a scenario on a fresh testbed and returns its result document (RESULT.md).
 
 Order: testbed up -> host settings -> project congestion controls loaded on the sending hosts
-(satlab.testbed.schemes) -> emulator started with the run's seed -> edge gateways (when
+(satlab.testbed.schemes) -> emulator started with the run's seed (or, for `link.backend:
+opensand`, OpenSAND's entities, up before the rest: satlab.testbed.opensand) -> edge gateways (when
 the configuration has a `gateway` section) -> withholding receivers (`receiver.withhold`) ->
 sinks -> TCP_INFO sampling -> the link's capacity for `rate_share` items -> senders (each waits
 for its start_s itself) -> wait (agents watched; the run fails with the reason if
@@ -11,6 +12,7 @@ and a fresh emulator per run means every configuration starts from the same chan
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -29,7 +31,7 @@ import yaml
 from satlab import __version__
 from satlab.agent.requests import ProcessStart, SamplingStart
 from satlab.agent.unixhttp import AgentError, AgentTimeout
-from satlab.link_backend import BackendUnavailable, emulator_link, require_backend
+from satlab.link_backend import BackendUnavailable, backend_of, emulator_link, require_backend
 from satlab.scenario import (
     BulkTcp,
     Configuration,
@@ -40,12 +42,13 @@ from satlab.scenario import (
     sweep_record,
 )
 from satlab.schemes import project_scheme
-from satlab.settings import EMULATOR_CONTROL_LISTEN
+from satlab.settings import EMULATOR_CONTROL_LISTEN, testbed_kind
 from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import hops, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.backend import create_testbed
+from satlab.testbed.opensand import OpenSandLink, opensand_link
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
 
@@ -110,7 +113,7 @@ _LINK_DIRECTION = {"download": "forward", "upload": "return"}
 
 
 def udp_capacities(
-    sc: Scenario, telemetry: TelemetryReader, timeout_s: float = 3.0
+    sc: Scenario, telemetry: TelemetryReader | OpenSandLink, timeout_s: float = 3.0
 ) -> dict[str, float]:
     """The link's useful rate in each direction a `rate_share` item sends in, from the emulator's
     newest status line (the same DirectionStatus as its GET /status): the emulator owns the link
@@ -226,11 +229,15 @@ def run_one(
         return {**result, "status": "failed", "error": str(exc), "wall_s": time.time() - started}
     try:
         gw = spec.configuration.gateway is not None
-        with create_testbed(
-            sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gw, hops.cross_hosts(sc)
-        ) as tb:
+        with (
+            create_testbed(
+                sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gw, hops.cross_hosts(sc)
+            ) as tb,
+            _opensand_entities(sc, spec, tb) as satlink,
+        ):
             result["testbed_id"] = tb.id
-            result.update(_execute(sc, spec, tb, progress or (lambda f, m: None), artifacts))
+            progress = progress or (lambda f, m: None)
+            result.update(_execute(sc, spec, tb, progress, artifacts, satlink))
             result["status"] = "ok"
             result["setup_s"] = result.pop("_setup_s")
     except (
@@ -240,6 +247,7 @@ def run_one(
         TimeoutError,
         host_schemes.SchemeError,
         withhold.WithholdError,
+        BackendUnavailable,
     ) as exc:
         result["status"] = "failed"
         result["error"] = str(exc)
@@ -252,7 +260,7 @@ class _Started:
     """What a run started on its testbed, in start order (_stop_all ends them in this order too)."""
 
     loaded: host_schemes.LoadedSchemes
-    telemetry: TelemetryReader
+    telemetry: TelemetryReader | OpenSandLink  # the link's records: its emulator's, or OpenSAND's
     hop_emulators: dict[int, int]
     edges: list[str]  # roles running a gateway
     peps: list[str]  # roles running a PEP
@@ -279,12 +287,32 @@ class _Stopped:
     peps: dict[str, Any]
 
 
+def _opensand_entities(
+    sc: Scenario, spec: RunSpec, tb: Testbed
+) -> contextlib.AbstractContextManager[OpenSandLink | None]:
+    """OpenSAND's entities as the link (`link.backend: opensand`), ended with the run."""
+    if backend_of(spec.link) != "opensand":
+        return contextlib.nullcontext()
+    for i, t in enumerate(sc.traffic):
+        if getattr(t, "rate_share", None) is not None:  # udp_capacities reads the emulator's
+            raise BackendUnavailable(
+                f"traffic.{i}.rate_share: the link's capacity is the built-in emulator's status, "
+                "which OpenSAND does not give: use rate_bps with link.backend: opensand"
+            )
+    return opensand_link(spec.link, tb.id, tb.dir, testbed_kind())
+
+
 def _execute(
-    sc: Scenario, spec: RunSpec, tb: Testbed, progress: Progress, artifacts: Path | None
+    sc: Scenario,
+    spec: RunSpec,
+    tb: Testbed,
+    progress: Progress,
+    artifacts: Path | None,
+    satlink: OpenSandLink | None = None,
 ) -> dict[str, Any]:
     t_setup = time.monotonic()
     tb.apply_host_settings(sc.hosts.settings)
-    run = _start_link_and_hosts(sc, spec, tb, artifacts)
+    run = _start_link_and_hosts(sc, spec, tb, artifacts, satlink)
     _start_sinks(sc, tb, run)
     time.sleep(0.1)  # sinks listening
     capacities = udp_capacities(sc, run.telemetry)
@@ -293,7 +321,7 @@ def _execute(
     }
     t0 = time.monotonic() + SENDER_LEAD_S + SENDER_LEAD_PER_ITEM_S * len(sc.traffic)
     _start_senders(sc, spec, tb, run, t0, udp_rates)
-    _wait(sc, tb, run.senders, t0, progress, run.edges)
+    _wait(sc, tb, run.senders, t0, progress, run.edges, satlink)
     stopped = _stop_all(sc, tb, run)
     flows = [
         _flow_summary(i, t, stopped.flows[i], stopped.sinks[i], t0, udp_rates.get(i), capacities)
@@ -367,12 +395,12 @@ def _start_emulator(
 
 
 def _start_link_and_hosts(
-    sc: Scenario, spec: RunSpec, tb: Testbed, artifacts: Path | None
+    sc: Scenario, spec: RunSpec, tb: Testbed, artifacts: Path | None, satlink: OpenSandLink | None
 ) -> _Started:
     """Everything but the traffic: schemes, emulators, gateways, PEPs, captures, withholding."""
     conf = spec.configuration
     loaded = _load_schemes(sc, conf, tb)
-    telemetry = _start_emulator(sc, spec, tb, loaded)
+    telemetry = satlink or _start_emulator(sc, spec, tb, loaded)
     hop_emulators = hops.start(tb, sc, spec)  # path.terrestrial: an emulator per hop
     edges = _start_gateways(sc, spec, tb)
     peps = edge_pep.start(conf.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
@@ -449,6 +477,9 @@ def _stop_all(sc: Scenario, tb: Testbed, run: _Started) -> _Stopped:
         endhosts=host_schemes.stop(tb, run.loaded),
         peps=edge_pep.stop(tb, run.peps),  # a PEP that died during the run fails it here
     )
+    if isinstance(run.telemetry, OpenSandLink):
+        run.telemetry.stop()  # its entities' statistics, read once they have ended
+        return stopped
     emu = tb.agent("emu", "DELETE", "/processes/emulator")
     run.telemetry.stop()
     if emu["state"] == "failed" and emu["exit_code"] not in (0, -15):
@@ -459,6 +490,8 @@ def _stop_all(sc: Scenario, tb: Testbed, run: _Started) -> _Stopped:
 def _component_records(tb: Testbed, run: _Started, stopped: _Stopped) -> dict[str, Any]:
     """The result's per-component sections, present only for the components the run had."""
     out: dict[str, Any] = hops.stop(tb, run.hop_emulators)  # each hop's counters, if any
+    if isinstance(run.telemetry, OpenSandLink):
+        out["opensand"] = run.telemetry.summary  # entities' CPU and memory, settings not mapped
     if run.edges:
         # each gateway prints its final status (counters, CETEN, ERN) as its last stdout line
         out["gateway"] = {r: g.get("result") for r, g in stopped.gateways.items()}
@@ -512,8 +545,8 @@ def _start_gateways(sc: Scenario, spec: RunSpec, tb: Testbed) -> list[str]:
         )
         path = tb.dir / f"gateway-{role}.yaml"
         path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        body = {"id": "gateway", "kind": "gateway", "args": ["--config", str(path)]}
-        tb.agent(role, "POST", "/processes", body)
+        gateway = ProcessStart(id="gateway", kind="gateway", args=["--config", str(path)])
+        tb.agent(role, "POST", "/processes", gateway)
     time.sleep(0.3)  # a gateway that cannot open its ports or parse its file exits at once
     for role in ("gw", "st"):
         st = tb.agent(role, "GET", "/processes/gateway")
@@ -532,8 +565,10 @@ def _start_captures(
     pcaps = {}
     for role in hosts:
         pcaps[role] = artifacts / f"{role}.pcap"
-        args = ["eth0", str(pcaps[role]), sc.capture.snaplen_bytes, count]
-        tb.agent(role, "POST", "/processes", {"id": "capture", "kind": "capture", "args": args})
+        # The agent reads every argument as a string (agent/server.py start_process).
+        args = ["eth0", str(pcaps[role]), str(sc.capture.snaplen_bytes), str(count)]
+        capture = ProcessStart(id="capture", kind="capture", args=args)
+        tb.agent(role, "POST", "/processes", capture)
     return pcaps
 
 
@@ -544,6 +579,7 @@ def _wait(
     t0: float,
     progress: Progress,
     edges: list[str] | None = None,
+    satlink: OpenSandLink | None = None,
 ) -> None:
     running = set(senders)
 
@@ -573,8 +609,10 @@ def _wait(
                 running.discard(i)
                 if st["state"] == "failed":
                     raise RunFailed(f"traffic {i} sender failed: {st['stderr'][-500:]}")
-        emu = process("emu", "emulator", elapsed)
-        if emu["state"] != "running":
+        if satlink is not None:
+            if (why := satlink.failed()) is not None:
+                raise RunFailed(why)
+        elif (emu := process("emu", "emulator", elapsed))["state"] != "running":
             raise RunFailed(
                 f"emulator exited during the run ({_ended(emu)}): {emu['stderr'][-500:]}"
             )
