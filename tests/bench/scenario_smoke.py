@@ -6,6 +6,19 @@ containers inside a Compose worker), and a table of what ran and what failed, wi
     sudo .venv/bin/python tests/bench/scenario_smoke.py --seconds 3 scenarios/quickstart.yaml
     make smoke-scenarios                                                  # the same, every scenario
 
+On the compose boxes (SATLAB_TESTBED=containers): run it as a worker would, in a service container
+with the deployment's shared volume (P: the compose project; the boxes up, the worker stopped, as
+runs on one set of boxes take turns):
+
+    docker run --rm --user 0 --network none -e SATLAB_TESTBED=containers \
+      -e TMPDIR=/run/satlab/shared/work -e DATABASE_URL=postgresql+psycopg://unused@db/unused \
+      -v P_shared:/run/satlab/shared -v "$PWD/tests/bench:/opt/satlab/tests/bench:ro" \
+      --entrypoint sh satlab/service \
+      -c 'mkdir -p "$TMPDIR"; python3 /opt/satlab/tests/bench/scenario_smoke.py'
+
+Each run's set-up time (host settings to the senders' start, the runner's setup_s) is printed
+beside it, and its median at the end: compare the two backends with it.
+
 Each scenario is shortened, not changed in kind: its run length becomes --seconds (at least
 five of the path's round trips) and every traffic time (start, stop, duration) is scaled by the
 same factor; one repetition; one sweep point (the first value of each dimension: usually the
@@ -21,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -60,12 +74,14 @@ def shorten(data: dict[str, Any], seconds: float) -> dict[str, Any]:
     return data
 
 
-def smoke(path: Path, seconds: float) -> list[tuple[str, str, float]]:
-    """(configuration, outcome, seconds) for each configuration of the scenario at `path`."""
+def smoke(path: Path, seconds: float) -> list[tuple[str, str, float, float | None]]:
+    """(configuration, outcome, seconds, the run's set-up seconds) for each configuration of the
+    scenario at `path`; the set-up (runner's setup_s: host settings, link, gateways, PEPs,
+    schemes, sinks, up to the senders' start) is None for a run that failed before it."""
     try:
         sc = parse_scenario(shorten(load_scenario(path).model_dump(mode="json"), seconds))
     except ScenarioError as err:
-        return [("-", f"not valid once shortened: {str(err).splitlines()[0]}", 0.0)]
+        return [("-", f"not valid once shortened: {str(err).splitlines()[0]}", 0.0, None)]
     out = []
     for spec in expand_runs(sc):
         t0 = time.monotonic()
@@ -76,7 +92,8 @@ def smoke(path: Path, seconds: float) -> list[tuple[str, str, float]]:
             outcome = "FAILED: the run carried no goodput"
         else:
             outcome = "ok"
-        out.append((spec.configuration.name, outcome, time.monotonic() - t0))
+        setup = res.get("setup_s")
+        out.append((spec.configuration.name, outcome, time.monotonic() - t0, setup))
     return out
 
 
@@ -92,17 +109,26 @@ def main() -> int:
     paths = args.scenarios or sorted(
         [*ROOT.glob("scenarios/*.yaml"), *ROOT.glob("scenarios/reproductions/*.yaml")]
     )
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        sys.exit(f"scenarios: no such file: {', '.join(missing)}")
     backend = os.environ.get("SATLAB_TESTBED", "namespaces")
     print(f"{len(paths)} scenarios, {args.seconds:g}-s runs, testbed backend {backend}")
     t_start = time.monotonic()
-    failed = 0
+    failed, setups = 0, []
     for n, path in enumerate(paths, 1):
-        for conf, outcome, dt in smoke(path, args.seconds):
+        for conf, outcome, dt, setup in smoke(path, args.seconds):
             failed += outcome != "ok"
-            line = f"[{n:3d}/{len(paths)}] {path.name:40s} {conf:16s} {dt:5.1f} s  {outcome}"
+            setups += [setup] if setup is not None else []
+            set_up = f"set-up {setup:4.1f} s" if setup is not None else " " * 13
+            line = (
+                f"[{n:3d}/{len(paths)}] {path.name:40s} {conf:16s} {dt:5.1f} s  {set_up}  {outcome}"
+            )
             print(line, flush=True)
     minutes = (time.monotonic() - t_start) / 60
     print(f"\n{failed} failed; {minutes:.1f} min on backend {backend}")
+    if setups:
+        print(f"a run's set-up: median {statistics.median(setups):.2f} s, max {max(setups):.2f} s")
     return 1 if failed else 0
 
 

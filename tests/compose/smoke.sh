@@ -105,6 +105,18 @@ while :; do
   sleep 2
 done
 say "up and healthy: $(wc -l <<<"$states") containers ($((SECONDS - t0)) s)"
+# Each box's start: its container's start to its agent's socket (bound as the agent listens;
+# tests/bench/setup_time.py splits it further). Issue 19 wants it under 3 s.
+boxes_dir="$("$DOCKER" volume inspect -f '{{.Mountpoint}}' "${PROJECT}_shared")/boxes"
+starts=""
+for box in srv1 gw emu st cli1; do
+  id="$("$DOCKER" ps -q --filter "label=com.docker.compose.project=$PROJECT" \
+    --filter "label=com.docker.compose.service=$box")"
+  started="$(date -d "$("$DOCKER" inspect -f '{{.State.StartedAt}}' "$id")" +%s.%N)"
+  starts+="$(awk -v a="$started" -v b="$(stat -c %.9Y "$boxes_dir/$box.sock")" \
+    -v n="$box" 'BEGIN { printf " %s %.1f s", n, b - a }')"
+done
+say "box start (container started to agent listening):$starts"
 
 TOKEN="$(dc exec -T api satlab token create --role admin --name compose-smoke | tail -1)"
 URL="http://127.0.0.1:$SATLAB_HTTP_PORT"

@@ -4,6 +4,8 @@ real in tests/compose/smoke.sh."""
 
 import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +51,35 @@ def test_container_testbed_names_the_missing_boxes(
     monkeypatch.setenv("SATLAB_TESTBED", "containers")
     monkeypatch.setattr(containers, "BOXES", tmp_path)
     for role in ("srv1", "gw", "emu", "st", "cli1"):
-        (tmp_path / f"{role}.sock").touch()
+        (tmp_path / f"agent-{role}").mkdir()  # what each box's agent makes beside its socket
     too_many = backend.create_testbed(servers=2, clients=1)
     with pytest.raises(RefusedError, match=r"hosts: .* needs \['srv2'\]"):
         too_many.__enter__()
     with pytest.raises(RefusedError, match="path.terrestrial"):
         backend.create_testbed(hops=[1]).__enter__()
+
+
+def test_opening_the_container_testbed_waits_for_a_starting_box(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A box Docker is (re)starting: its agent answers a moment later, and opening the testbed
+    waits for it; a box whose agent never answers fails by name once BOX_START_TIMEOUT_S ends."""
+    monkeypatch.setattr(containers, "BOXES", tmp_path)
+    tb = containers.ContainerTestbed()
+    monkeypatch.setattr(containers, "BOX_START_TIMEOUT_S", 0.3)
+    with pytest.raises(RefusedError, match="box srv1: "):
+        tb._wait_for_agent("srv1")
+    monkeypatch.setattr(containers, "BOX_START_TIMEOUT_S", 10.0)
+    argv = [sys.executable, "-m", "satlab.agent.server", "--socket", str(tb.socket("srv1"))]
+    late = subprocess.Popen(["sh", "-c", 'sleep 0.5; exec "$@"', "sh", *argv, "--name", "srv1"])
+    try:
+        t0 = time.monotonic()
+        tb._wait_for_agent("srv1")
+        assert 0.5 <= time.monotonic() - t0 < 10.0
+        assert tb.agent("srv1", "GET", "/health")["name"] == "srv1"
+    finally:
+        late.terminate()
+        late.wait(5)
 
 
 def test_a_splice_moves_the_interface_behind_a_veth_and_is_undone() -> None:

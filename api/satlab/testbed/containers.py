@@ -18,8 +18,13 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   filesystem and cgroup v2 hierarchy (docker-compose.yml), each box's agent makes its scheme's pin
   directory and traffic cgroup there (agent.server.scheme_dirs), and the emu box's Oracle ETEN
   writer opens the sender's pinned eten_notices in the same bpffs;
-- no terrestrial hops yet: a scenario with `path.terrestrial` is refused naming that field (its
-  routers, hop emulators and cross hosts would be more boxes, services the compose file lacks).
+- no terrestrial hops: a scenario with `path.terrestrial` is refused naming that field. Its
+  routers, hop emulators and cross hosts would be more boxes, and the wiring would differ per run:
+  with hops the servers' LAN address 10.250.1.1 belongs to r1 and the gw edge must lose its
+  address there (or the replies to srv1 go straight out of gw, past the hops) and take the last
+  hop's LAN instead. The compose file wires each box once, at its start (docker/box-entrypoint),
+  and the agents have no request that moves addresses and routes between runs, so hop runs go
+  to a namespace testbed (the compose file's `netns` profile workers, or the native runner).
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
 """
@@ -30,6 +35,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 from satlab.agent.unixhttp import AgentError
@@ -44,6 +50,9 @@ RUNS = SHARED_DIR / "runs"  # one directory per open testbed
 # Interfaces of each box as docker/box-entrypoint names them (the emulator's ports are gw and st;
 # an edge's LAN side is one interface `lan`, the compose network being the LAN switch).
 EDGE_INTERFACES = ["sat0", "lan"]
+# How long opening the testbed waits for a box's agent: a box starts in about 1 s, a restarting
+# one (restart: unless-stopped) in 1-2 s more.
+BOX_START_TIMEOUT_S = 10.0
 
 
 def box_address(role: str) -> str | None:
@@ -69,13 +78,15 @@ class ContainerTestbed(Testbed):
             raise TestbedError(
                 "path.terrestrial: the compose testbed has no terrestrial hops (routers and hop "
                 "emulators between the servers and the gw edge); run scenarios with hops on a "
-                "namespace testbed (SATLAB_TESTBED=namespaces)"
+                "namespace testbed (SATLAB_TESTBED=namespaces: a `netns` profile worker)"
             )
         roles = [f"srv{i}" for i in range(1, self.servers + 1)] + ["gw", "emu", "st"]
         roles += [f"cli{i}" for i in range(1, self.clients + 1)]
-        missing = [r for r in roles if not self.socket(r).exists()]
+        # A box that ever ran has its agent's directory; its socket may be gone for a moment (a
+        # restarting box: _wait_for_agent waits for it), the directory is not.
+        missing = [r for r in roles if not (BOXES / f"agent-{r}").is_dir()]
         if missing:
-            have = sorted(p.stem for p in BOXES.glob("*.sock"))
+            have = sorted(p.name.removeprefix("agent-") for p in BOXES.glob("agent-*"))
             raise TestbedError(
                 f"hosts: this compose testbed has boxes {have}, the scenario needs {missing} too "
                 "(hosts.servers/hosts.clients at most the srvN/cliN services of docker-compose.yml)"
@@ -91,10 +102,7 @@ class ContainerTestbed(Testbed):
             self.topo = topology.Topology(self.id, self.servers, self.clients, self.mtu)
             for role in roles:
                 self.topo.boxes[role] = topology.Box(role, f"container:{role}", box_address(role))
-                try:
-                    self.agent(role, "GET", "/health", timeout=3)
-                except AgentError as exc:
-                    raise TestbedError(f"box {role}: {exc}") from None
+                self._wait_for_agent(role)
                 self._reset(role)
             self._splice_gateways()
             self._configure_forwarding()
@@ -114,6 +122,19 @@ class ContainerTestbed(Testbed):
         if self._lock is not None:
             os.close(self._lock)  # releases the flock
             self._lock = None
+
+    def _wait_for_agent(self, role: str) -> None:
+        """A box that Docker is (re)starting answers within a second (tests/bench/setup_time.py):
+        a run that comes meanwhile waits for it instead of failing."""
+        deadline = time.monotonic() + BOX_START_TIMEOUT_S
+        while True:
+            try:
+                self.agent(role, "GET", "/health", timeout=3)
+                return
+            except AgentError as exc:
+                if time.monotonic() > deadline:
+                    raise TestbedError(f"box {role}: {exc}") from None
+                time.sleep(0.1)
 
     def _reset(self, role: str) -> None:
         self.agent(role, "DELETE", "/processes", timeout=15)
