@@ -7,7 +7,8 @@ other columns are ignored):
   (`2026-11-26T15:00:00.250Z`); strictly increasing.
 - `esn0_db`: the modem's measured Es/N0 (dB), within [-30, 60] (the MODCOD tables' range), or
 - `modcod`: the MODCOD the modem used, by table id (`13`) or name (`8PSK 2/3`, `8psk-2/3`,
-  `8PSK_2/3`) of the MODCOD table (default the emulator's DVB-S2 table, EN 302 307-1 Table 13);
+  `8PSK_2/3`) of the MODCOD table (the emulator's embedded `dvbs2` table, EN 302 307-1 Table
+  13, by default; `dvbs2x` adds EN 302 307-2 Table 20a, ids 132-214; or a table file);
   its sample stands for the Es/N0 that makes the emulator's ACM rule choose it: the MODCOD's
   required Es/N0 plus the ACM margin (`margin_db`; with hysteresis 0).
 
@@ -56,12 +57,12 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).lower()
 
 
-def read_modcod_table(text: str | None = None) -> dict[str, Modcod]:
+def read_modcod_table(text: str | None = None, modcod_set: str = "dvbs2") -> dict[str, Modcod]:
     """MODCODs by normalised name and by id, of a table file's text (`id MOD rate efficiency
-    esn0_db` rows), or of the emulator's DVB-S2 table when None: read by the emulator's own parser
-    (satlab.linkmodel; one process per log imported)."""
+    esn0_db` rows), or of the emulator's embedded table `modcod_set` (dvbs2, dvbs2x) when None:
+    read by the emulator's own parser (satlab.linkmodel; one process per log imported)."""
     try:
-        rows = linkmodel.modcods("dvbs2", text)
+        rows = linkmodel.modcods(modcod_set, text)
     except linkmodel.LinkModelError as err:
         raise LogError(f"modcod table: {err}") from None
     out: dict[str, Modcod] = {}
@@ -109,6 +110,7 @@ def parse(
     margin_db: float = 0.0,
     table: dict[str, Modcod] | None = None,
     max_gap_s: float = 10.0,
+    modcod_set: str = "dvbs2",
 ) -> ModemLog:
     rows = _rows(text)
     try:
@@ -125,7 +127,7 @@ def parse(
         )
     ti, vi = cols.index(tcol), cols.index(vcol)
     if vcol == "modcod" and table is None:
-        table = read_modcod_table()
+        table = read_modcod_table(None, modcod_set)
     log = ModemLog([], [], "esn0" if vcol == "esn0_db" else "modcod", [])
     t0: float | None = None
     for line, f in rows:

@@ -2,7 +2,8 @@
 
 satlab budget SCENARIO.yaml                  the scenario's link budget as a table (linkbudget.py)
 satlab trace synth --lat --lon --freq --elevation --duration --seed [--step] [--clouds]
-                   [--scintillation] -o FILE  a P.1853 weather trace (weather.py) and the site's
+                   [--scintillation] [--model independent|combined] -o FILE
+                                              a P.1853 weather trace (weather.py) and the site's
                                               annual statistics beside the trace's
 satlab trace import-modem-log LOG.csv -o FILE a modem's Es/N0 or MODCOD log as a trace (modemlog.py)
 """
@@ -40,6 +41,13 @@ def add_parsers(sub: Any) -> None:
     s.add_argument(
         "--step", "--step-ms", type=int, default=1000, help="tick in ms (= attenuation.tick_ms)"
     )
+    s.add_argument(
+        "--model",
+        choices=("independent", "combined"),
+        default="independent",
+        help="independent: rain (+ --clouds, --scintillation) summed; combined: P.1853-2 "
+        "section 3 (itur; whole-second steps, <= 86400 s, ~10 s and ~1.2 GB)",
+    )
     s.add_argument("--clouds", action="store_true", help="add P.1853 cloud attenuation")
     s.add_argument("--scintillation", action="store_true", help="add P.1853 scintillation")
     s.add_argument("--antenna-diameter-m", type=float, default=1.2, help="for scintillation")
@@ -60,6 +68,12 @@ def add_parsers(sub: Any) -> None:
     )
     m.add_argument("--margin-db", type=float, default=0.0, help="ACM margin (modcod logs)")
     m.add_argument("--modcod-table", default=None, help="MODCOD table file (modcod logs)")
+    m.add_argument(
+        "--modcod-set",
+        choices=("dvbs2", "dvbs2x"),
+        default="dvbs2",
+        help="embedded MODCOD table of a modcod log (as the link's modcod_set)",
+    )
     m.add_argument("-o", "--output", required=True, help="trace file ('-' for stdout)")
 
 
@@ -147,7 +161,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
     )
     try:
         s = weather.synthesize(
-            site, args.duration, args.step, args.seed, args.clouds, args.scintillation
+            site,
+            args.duration,
+            args.step,
+            args.seed,
+            args.clouds,
+            args.scintillation,
+            model=args.model,
         )
     except ValueError as err:
         console.print(f"[red]{escape(str(err))}[/red]")
@@ -155,15 +175,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
     _write(s.text(), args.output)
     st = weather.statistics(s)
     t = Table(title="annual statistics of the site (ITU-R) beside the trace's")
-    for c in ("exceeded % of the time", "P.618 rain dB", "trace rain dB", "trace total dB"):
+    columns = ["exceeded % of the time", "P.618 rain dB", "trace rain dB", "trace total dB"]
+    if s.model == "combined":
+        columns.append("P.618 total - median gases dB")
+    for c in columns:
         t.add_column(c, justify="right")
     for r in st["exceedances"]:
-        t.add_row(
-            f"{r['p_pct']:g}",
-            f"{r['site_rain_db']:.2f}",
-            f"{r['trace_rain_db']:.2f}",
-            f"{r['trace_total_db']:.2f}",
-        )
+        cells = [f"{r[k]:.2f}" for k in ("site_rain_db", "trace_rain_db", "trace_total_db")]
+        if r["site_total_db"] is not None:
+            cells.append(f"{r['site_total_db']:.2f}")
+        t.add_row(f"{r['p_pct']:g}", *cells)
     console.print(t)
     console.print(
         f"P.837 R0.01 {st['rain_rate_001_mm_h']:.1f} mm/h, rain {st['p_rain_pct']:.2f} % of the "
@@ -185,7 +206,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             if args.modcod_table
             else None
         )
-        log = modemlog.parse(Path(args.log).read_text(), args.margin_db, table, args.max_gap_s)
+        log = modemlog.parse(
+            Path(args.log).read_text(), args.margin_db, table, args.max_gap_s, args.modcod_set
+        )
         imp = modemlog.to_trace(log, args.step, args.clear_sky_db, args.uplink_db)
     except (modemlog.LogError, OSError) as err:
         console.print(f"[red]{escape(args.log)}: {escape(str(err))}[/red]")

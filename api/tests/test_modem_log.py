@@ -53,6 +53,15 @@ def test_modcod_log_holds_each_modcod_at_its_threshold_plus_margin() -> None:
     np.testing.assert_allclose(got, [16.35, 16.35, 16.35, 6.92, 6.92], atol=1e-3)
 
 
+def test_a_dvbs2x_modems_log_reads_the_s2x_table() -> None:
+    text = "time_s,modcod\n0,QPSK 13/45\n1,256APSK 29/45-L\n2,132\n"
+    log = modemlog.parse(text, modcod_set="dvbs2x")
+    # EN 302 307-2 Table 20a: QPSK 13/45 (PLS code 132) -2.03 dB, 256APSK 29/45-L 16.98 dB
+    assert log.esn0_db == pytest.approx([-2.03, 16.98, -2.03])
+    with pytest.raises(modemlog.LogError, match="line 2"):
+        modemlog.parse(text)  # the DVB-S2 table has no 13/45
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

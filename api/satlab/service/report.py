@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from satlab import __version__, linkbudget
+from satlab import __version__, linkbudget, linkmodel
 from satlab.expectations import point_label
 from satlab.htmlkit import (
     bars_svg,
@@ -172,6 +172,79 @@ def _budget_section(spec: dict[str, Any]) -> str:
         for d in t["directions"]
     )
     return _table(head, rows) + f"<ul>{total}</ul>"
+
+
+def _clear_sky_modcod(direction: str, d: dict[str, Any], up: float, down: float) -> tuple[str, str]:
+    """(MODCOD, useful rate) the ACM rule picks at clear sky on a DVB-S2 direction `d` of a
+    run's link, as the link model computes it (satlab.linkmodel: the emulator's own arithmetic);
+    the other cases are named instead."""
+    acm = d.get("acm") or {}
+    if d.get("modcod_table"):
+        return "its own table (modcod_table)", "-"
+    if acm.get("mode", "acm") != "acm":
+        return f"{acm.get('mode')} (set, not chosen)", "-"
+    table = d.get("modcod_set") or "dvbs2"
+    request = {
+        "trace": "0 0\n",  # no fade: the clear sky
+        "symbol_rate_baud": float(
+            d.get("symbol_rate_baud") or linkbudget.DEFAULT_SYMBOL_RATE[direction]
+        ),
+        "clear_sky_up_db": up,
+        "clear_sky_down_db": down,
+        "margin_db": float(acm.get("margin_db") or 0.0),
+        "pilots": bool(d.get("pilots", True)),
+        "table": table,
+    }
+    try:
+        names = {m["id"]: m["name"] for m in linkmodel.modcods(table)}
+        tick = linkmodel.preview(request)
+    except (linkmodel.LinkModelError, linkmodel.LinkModelUnavailable) as err:
+        return f"- (the link model: {err})", "-"
+    mid = tick["modcod"][0]
+    return f"{mid} {names.get(mid, '')}".strip(), f"{fmt(tick['rate_bps'][0] / 1e6)} Mbit/s"
+
+
+def _applied_budget(exp: Experiment, swept: list[str]) -> str:
+    """What the emulator received where the link budget filled clear_sky_db: per sweep point
+    (a swept budget field changes it), each budgeted hop's C/N from the run documents
+    (Run.spec.link, the emulator's configuration), the direction's clear-sky Es/N0 (the two hops
+    in cascade, as the emulator combines them) and the MODCOD its ACM rule picks then."""
+    budget = exp.scenario_spec.get("link_budget") or {}
+    directions = [d for d in ("forward", "return") if budget.get(d)]
+    points: dict[str, Run] = {}
+    for r in exp.runs:
+        points.setdefault(json.dumps(r.sweep_value), r)
+    if not directions or not points:
+        return ""
+    rows = []
+    for r in points.values():
+        link = (r.spec or {}).get("link") or {}
+        label = point_label(swept, r.sweep_value) if swept else "all runs"
+        for direction in directions:
+            d = link.get(direction) or {}
+            up = (d.get("uplink") or {}).get("clear_sky_db")
+            down = (d.get("downlink") or {}).get("clear_sky_db")
+            if up is None or down is None:
+                continue
+            kind = d.get("kind") or ("dvbs2" if direction == "forward" else "rcs2")
+            modcod, rate = (
+                _clear_sky_modcod(direction, d, up, down)
+                if kind == "dvbs2"
+                else ("RCS2 waveform table (not computed here)", "-")
+            )
+            rows.append(
+                [esc(label), esc(direction), esc(fmt(up)), esc(fmt(down))]
+                + [esc(fmt(linkbudget.combine_db(up, down))), esc(modcod), esc(rate)]
+            )
+    head = ["sweep point", "direction", "uplink C/N (dB)", "downlink C/N (dB)"]
+    head += ["clear-sky Es/N0 (dB)", "clear-sky MODCOD (ACM)", "useful rate"]
+    return (
+        "<h3>As the emulator received it</h3>"
+        '<p class="note">Each hop\'s clear-sky C/N the budget gave the runs (from the stored run '
+        "documents), the direction's Es/N0 (the hops in cascade) and the MODCOD the ACM rule "
+        "picks at clear sky with the link's margin (the link model's arithmetic).</p>"
+        + _table(head, rows)
+    )
 
 
 def _configurations(spec: dict[str, Any]) -> str:
@@ -341,6 +414,7 @@ def render(session: Session, exp: Experiment) -> str:
         f"{_link_section(spec)}"
         "<h2>Link budget</h2>"
         f"{_budget_section(spec)}"
+        f"{_applied_budget(exp, swept)}"
         "<h2>Configurations</h2>"
         f"{_configurations(spec)}"
         f"<h2>Comparison with {esc(baseline)}</h2>"

@@ -3,8 +3,15 @@ modem log imported; bounds are 422s naming the field and the limit."""
 
 from __future__ import annotations
 
+import math
+import re
+
+import pytest
 import yaml
 from fastapi.testclient import TestClient
+
+from satlab import db
+from satlab.service.models import Run
 
 from .conftest import Tokens
 
@@ -98,6 +105,15 @@ def test_trace_bounds_are_422s_naming_the_field(client: TestClient, tokens: Toke
     )
     assert r.status_code == 422
     assert "step_ms: scintillation needs a step of at most 1000 ms" in r.text
+    combined = {**SITE, "duration_s": 60, "model": "combined"}
+    r = client.post("/api/traces/synth", json={**combined, "step_ms": 1500}, headers=h)
+    assert r.status_code == 422
+    assert "step_ms: the combined model (itur) steps whole seconds" in r.text
+    r = client.post("/api/traces/synth", json={**combined, "clouds": True}, headers=h)
+    assert r.status_code == 422
+    assert "model: the combined model has its own clouds and scintillation" in r.text
+    r = client.post("/api/traces/synth", json={**SITE, "model": "both"}, headers=h)
+    assert r.status_code == 422 and "model: Input should be 'independent' or 'combined'" in r.text
     r = client.post(
         "/api/traces/synth", json={**SITE, "duration_s": 60}, headers=tokens.h("viewer")
     )
@@ -136,3 +152,50 @@ def test_scenarios_with_a_budget_are_stored_and_checked(client: TestClient, toke
     assert r.status_code == 422, r.text
     assert "link_budget.return.downlink: clear-sky C/N" in r.text
     assert "is outside the emulator's [-20, 60] dB" in r.text
+
+
+def test_the_report_shows_what_each_sweep_point_gave_the_emulator(
+    client: TestClient, tokens: Tokens
+) -> None:
+    """A sweep over a budget field: the report's budget section gives, per point, the hops' C/N
+    the stored run documents hold, their cascade and the clear-sky MODCOD (stored runs, no run
+    executed: the figures come from what the runs were queued with)."""
+    h = tokens.h("submitter")
+    data = yaml.safe_load(yaml.safe_dump(BUDGET_SCENARIO))
+    data["name"] = "budget-swept"
+    data["link_budget"]["forward"] = {
+        "uplink": {"frequency_ghz": 14.0, "eirp_dbw": 75, "g_over_t_db_per_k": 3},
+        "downlink": {"frequency_ghz": 12.0, "eirp_dbw": 45, "g_over_t_db_per_k": 15},
+    }
+    data["link"]["forward"] = {"modcod_set": "dvbs2x", "acm": {"margin_db": 0.5}}
+    data["sweep"] = {"path": "link_budget.forward.downlink.eirp_dbw", "values": [45, 52]}
+    sc = client.post("/api/scenarios", json={"yaml": yaml.safe_dump(data)}, headers=h)
+    assert sc.status_code == 201, sc.text
+    exp = client.post("/api/experiments", json={"scenario_id": sc.json()["id"]}, headers=h)
+    assert exp.status_code == 201, exp.text
+    exp_id = exp.json()["experiment"]["id"]
+    with db.new_session() as s:
+        stored = {
+            r.sweep_value: r.spec["link"]["forward"]
+            for r in s.query(Run).filter(Run.experiment_id == exp_id)
+        }
+    down = {v: f["downlink"]["clear_sky_db"] for v, f in stored.items()}
+    assert round(down[52] - down[45], 2) == 7.0  # the swept EIRP, dB for dB
+    page = client.get(f"/api/experiments/{exp_id}/report", headers=tokens.h("viewer")).text
+    assert "<h3>As the emulator received it</h3>" in page
+    for v, f in stored.items():
+        up, dn = f["uplink"]["clear_sky_db"], f["downlink"]["clear_sky_db"]
+        esn0 = -10 * math.log10(10 ** (-up / 10) + 10 ** (-dn / 10))
+        row = re.search(
+            rf"<tr><td>eirp_dbw={v}</td><td>forward</td><td>([^<]*)</td><td>([^<]*)</td>"
+            r"<td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>",
+            page,
+        )
+        assert row, f"no forward row for eirp_dbw={v}"
+        assert [float(x) for x in row.groups()[:3]] == pytest.approx([up, dn, esn0], abs=0.01)
+        # the ACM rule at Es/N0 - 0.5 dB margin, a DVB-S2X id (EN 302 307-2 PLS codes 132-214
+        # or the 28 DVB-S2 ones), and a rate
+        assert re.fullmatch(r"\d+ \S+ \S+", row.group(4)), row.group(4)
+        assert row.group(5).endswith(" Mbit/s")
+    # the return direction (RCS2) is listed with its C/N, its MODCOD named as not computed
+    assert "<td>return</td>" in page and "RCS2 waveform table (not computed here)" in page

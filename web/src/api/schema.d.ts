@@ -1176,6 +1176,11 @@ export interface components {
             trace_rain_db: number;
             /** Trace Total Db */
             trace_total_db: number;
+            /**
+             * Site Total Db
+             * @description combined model: P.618 total attenuation less the median gases
+             */
+            site_total_db?: number | null;
         };
         /** ExperimentIn */
         ExperimentIn: {
@@ -1521,6 +1526,13 @@ export interface components {
              * @default 0
              */
             margin_db: number;
+            /**
+             * Modcod Set
+             * @description the embedded MODCOD table of a modcod log (the link's modcod_set)
+             * @default dvbs2
+             * @enum {string}
+             */
+            modcod_set: "dvbs2" | "dvbs2x";
             /** Store As */
             store_as?: string | null;
         };
@@ -2153,6 +2165,13 @@ export interface components {
              * @default 1
              */
             seed: number;
+            /**
+             * Model
+             * @description independent: rain (+ clouds, scintillation) summed; combined: ITU-R P.1853-2 section 3 by itur (whole-second steps, at most 86400 s; ~10 s, ~1.2 GB)
+             * @default independent
+             * @enum {string}
+             */
+            model: "independent" | "combined";
             /**
              * Clouds
              * @default false

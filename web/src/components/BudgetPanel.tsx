@@ -26,7 +26,22 @@ const ROWS: [string, (h: Hop) => string][] = [
   ['C/N at availability (dB)', (h) => h.availability_db.toFixed(2)],
 ];
 
-export function BudgetPanel({ yaml }: { yaml: string }) {
+/** The forward hops' clear-sky C/N of a budget (what the emulator gets), if it has them. */
+export function forwardClearSky(b: Budget): { up: number; down: number } | undefined {
+  const hop = (name: string) => b.hops.find((h) => h.direction === 'forward' && h.hop === name)?.clear_sky_db;
+  const up = hop('uplink');
+  const down = hop('downlink');
+  return up === undefined || down === undefined ? undefined : { up, down };
+}
+
+export function BudgetPanel({
+  yaml,
+  onBudget,
+}: {
+  yaml: string;
+  /** the forward hops' clear-sky C/N after each computation (undefined on an error) */
+  onBudget?: (cn: { up: number; down: number } | undefined) => void;
+}) {
   const [budget, setBudget] = useState<Budget>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -35,9 +50,12 @@ export function BudgetPanel({ yaml }: { yaml: string }) {
     setBusy(true);
     setError(undefined);
     try {
-      setBudget(await ok(api.POST('/api/link-budget', { body: { yaml } })));
+      const b = await ok(api.POST('/api/link-budget', { body: { yaml } }));
+      setBudget(b);
+      onBudget?.(forwardClearSky(b));
     } catch (e) {
       setBudget(undefined);
+      onBudget?.(undefined);
       setError(e instanceof Error ? e.message : String(e));
     } finally {
       setBusy(false);

@@ -19,8 +19,11 @@ export function TracePanel({
   canUpload,
   onUploaded,
   pending = {},
+  clearSky,
 }: {
   scenario: unknown;
+  /** the forward hops' clear-sky C/N from the scenario's link budget, when computed */
+  clearSky?: { up: number; down: number } | undefined;
   canUpload: boolean;
   onUploaded?: () => void;
   /** files that will be uploaded with the scenario (a template's), by name */
@@ -60,14 +63,16 @@ export function TracePanel({
     };
   }, [named, text]);
 
-  const budget = budgetOf(scenario);
+  const fromScenario = budgetOf(scenario);
+  const budget = clearSky ? { ...fromScenario, clear_sky_up_db: clearSky.up, clear_sky_down_db: clearSky.down } : fromScenario;
+  const budgeted = getIn(scenario, ['link_budget', 'forward']) !== undefined;
   const budgetKey = JSON.stringify(budget);
   const [parsed, setParsed] = useState<{ imp: PreviewOut } | { error: string }>();
   useEffect(() => {
     if (text === undefined) return;
     let live = true;
     const timer = setTimeout(() => {
-      ok(api.POST('/api/link/preview', { body: { ...budget, trace: text, table: 'dvbs2' } }))
+      ok(api.POST('/api/link/preview', { body: { ...budget, trace: text } }))
         .then((imp) => {
           if (live) setParsed({ imp });
         })
@@ -119,8 +124,9 @@ export function TracePanel({
         linearly interpolated, applied to the forward downlink. The plot shows what ACM does with it on this link:
         Es/N0 = 1/(1/C/N<sub>up</sub> + 1/C/N<sub>down</sub>) with C/N<sub>down</sub> = {budget.clear_sky_down_db} dB − fade
         and C/N<sub>up</sub> = {budget.clear_sky_up_db} dB; the MODCOD is the most efficient whose threshold is below
-        Es/N0 − {budget.margin_db} dB margin (DVB-S2 Table 13); the useful rate is that MODCOD's data-field rate at{' '}
+        Es/N0 − {budget.margin_db} dB margin ({budget.table === 'dvbs2x' ? 'DVB-S2 Table 13 and DVB-S2X Table 20a' : 'DVB-S2 Table 13'}); the useful rate is that MODCOD's data-field rate at{' '}
         {(budget.symbol_rate_baud / 1e6).toFixed(2)} Msym/s{budget.pilots ? ' with pilots' : ''}. (ACM feedback delay not shown.)
+        {budgeted ? (clearSky ? ' The C/N are the link budget\'s.' : ' The scenario\'s link budget gives the C/N: compute it above to preview with them.') : null}
       </p>
       <FileField
         id="trace-file"
@@ -135,6 +141,7 @@ export function TracePanel({
       <WeatherForm
         tickMs={budget.tick_ms}
         marginDb={budget.margin_db}
+        modcodSet={budget.table}
         onTrace={show}
       />
       {source ? <p className="muted">Showing {source}</p> : null}

@@ -61,16 +61,32 @@ describe('WeatherForm', () => {
     expect(table).toHaveTextContent('R0.01 29.6 mm/h');
   });
 
+  it('asks for the combined P.1853-2 model without the separate clouds and scintillation, and shows the P.618 total', async () => {
+    const row = { p_pct: 0.01, site_rain_db: 14.97, trace_rain_db: 0, trace_total_db: 0.4, site_total_db: 17.31 };
+    fetchMock.mockResolvedValue(json({ ...TRACE, statistics: { ...TRACE.statistics, exceedances: [row] } }));
+    render(<WeatherForm tickMs={1000} marginDb={0} onTrace={vi.fn()} />);
+    await userEvent.click(screen.getByText(/Synthesise the weather of a site/));
+    await userEvent.click(screen.getByLabelText(/clouds/));
+    await userEvent.selectOptions(screen.getByLabelText('Model'), 'combined');
+    expect(screen.getByLabelText(/clouds/)).toBeDisabled();
+    await userEvent.click(screen.getByRole('button', { name: 'Synthesise' }));
+    const table = await screen.findByTestId('weather-stats');
+    const req = fetchMock.mock.calls[0]?.[0] as Request;
+    expect(await req.json()).toMatchObject({ model: 'combined', clouds: false, scintillation: false, step_ms: 1000 });
+    expect(within(table).getByText('P.618 total less median gases (dB)')).toBeInTheDocument();
+    expect(within(table).getByText('17.31')).toBeInTheDocument();
+  });
+
   it('shows the service error of a modem log, line and limit', async () => {
     fetchMock.mockResolvedValue(
       json({ detail: 'csv: line 4: time 0.5 is not after', errors: ['csv: line 4: time 0.5 is not after'] }, 422),
     );
-    render(<WeatherForm tickMs={100} marginDb={0.3} onTrace={vi.fn()} />);
+    render(<WeatherForm tickMs={100} marginDb={0.3} modcodSet="dvbs2x" onTrace={vi.fn()} />);
     const file = new File(['time_s,esn0_db\n0,1\n1,2\n0.5,3\n'], 'modem.csv', { type: 'text/csv' });
     fireEvent.change(screen.getByLabelText(/Modem log/), { target: { files: [file] } });
     expect(await screen.findByRole('alert')).toHaveTextContent('csv: line 4: time 0.5 is not after');
     const req = fetchMock.mock.calls[0]?.[0] as Request;
-    expect(await req.json()).toMatchObject({ step_ms: 100, margin_db: 0.3 });
+    expect(await req.json()).toMatchObject({ step_ms: 100, margin_db: 0.3, modcod_set: 'dvbs2x' });
   });
 
   it('writes the emulator trace format', () => {
@@ -103,15 +119,18 @@ describe('BudgetPanel', () => {
     fetchMock.mockResolvedValue(
       json({
         availability_pct: 99.7,
-        hops: [{ ...hop, hop: 'uplink', station: 'gateway' }, { ...hop, hop: 'downlink' }],
+        hops: [{ ...hop, hop: 'uplink', station: 'gateway', clear_sky_db: 26.6 }, { ...hop, hop: 'downlink' }],
         directions: [{ direction: 'forward', clear_sky_esn0_db: 17.49, availability_esn0_db: 15.29 }],
       }),
     );
-    render(<BudgetPanel yaml="name: x" />);
+    const onBudget = vi.fn();
+    render(<BudgetPanel yaml="name: x" onBudget={onBudget} />);
     await userEvent.click(screen.getByRole('button', { name: 'Compute the budget' }));
     const table = await screen.findByTestId('budget-table');
     const row = within(table).getByRole('row', { name: /C\/N clear sky/ });
     expect(row).toHaveTextContent('20.50');
+    // the trace preview then works with the budget's C/N, not the link's defaults
+    expect(onBudget).toHaveBeenCalledWith({ up: 26.6, down: 20.5 });
     expect(screen.getByText(/forward: Es\/N0/)).toHaveTextContent('17.49 dB clear sky, 15.29 dB at 99.7 %');
     const req = fetchMock.mock.calls[0]?.[0] as Request;
     expect(await req.json()).toEqual({ yaml: 'name: x' });

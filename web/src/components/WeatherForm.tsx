@@ -28,11 +28,14 @@ const NUMBERS: { key: 'lat' | 'lon' | 'freq_ghz' | 'elevation_deg' | 'duration_s
 export function WeatherForm({
   tickMs,
   marginDb,
+  modcodSet = 'dvbs2',
   onTrace,
 }: {
   tickMs: number;
   /** the ACM margin: a MODCOD log's sample stands for its threshold plus it */
   marginDb: number;
+  /** the link's embedded MODCOD table, which a MODCOD log's names and ids refer to */
+  modcodSet?: Schemas['ModemLogIn']['modcod_set'];
   onTrace: (text: string, source: string) => void;
 }) {
   const [site, setSite] = useState<SynthIn>({
@@ -43,6 +46,7 @@ export function WeatherForm({
     duration_s: 3600,
     step_ms: tickMs,
     seed: 1,
+    model: 'independent',
     clouds: false,
     scintillation: false,
     antenna_diameter_m: 1.2,
@@ -52,6 +56,7 @@ export function WeatherForm({
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const combined = stats?.exceedances.some((r) => r.site_total_db != null) ?? false;
 
   async function synth() {
     setBusy(true);
@@ -73,7 +78,7 @@ export function WeatherForm({
     setStats(undefined);
     try {
       const t = await ok(api.POST('/api/traces/modem-log', {
-          body: { csv: await file.text(), step_ms: tickMs, max_gap_s: 10, uplink_db: 60, margin_db: marginDb },
+          body: { csv: await file.text(), step_ms: tickMs, max_gap_s: 10, uplink_db: 60, margin_db: marginDb, modcod_set: modcodSet },
         }));
       setNote(
         `Set forward.downlink.clear_sky_db to ${String(t.clear_sky_db?.toFixed(4))} and forward.uplink.clear_sky_db to ${String(t.uplink_db)}: the emulator then replays the log's Es/N0.`,
@@ -109,11 +114,26 @@ export function WeatherForm({
           </div>
         ))}
         <div className="form-row">
+          <label htmlFor="wx-model">Model</label>
+          <select
+            id="wx-model"
+            value={site.model}
+            onChange={(e) => {
+              const model = e.target.value as SynthIn['model'];
+              // the combined method has its own clouds and scintillation
+              setSite(model === 'combined' ? { ...site, model, clouds: false, scintillation: false } : { ...site, model });
+            }}
+          >
+            <option value="independent">rain, clouds, scintillation independent (summed)</option>
+            <option value="combined">P.1853-2 combined (itur: whole seconds, at most a day, ~10 s)</option>
+          </select>
+        </div>
+        <div className="form-row">
           <label>
-            <input type="checkbox" checked={site.clouds} onChange={(e) => { setSite({ ...site, clouds: e.target.checked }); }} /> clouds (P.840)
+            <input type="checkbox" disabled={site.model === 'combined'} checked={site.clouds} onChange={(e) => { setSite({ ...site, clouds: e.target.checked }); }} /> clouds (P.840)
           </label>
           <label>
-            <input type="checkbox" checked={site.scintillation} onChange={(e) => { setSite({ ...site, scintillation: e.target.checked }); }} /> scintillation (P.618)
+            <input type="checkbox" disabled={site.model === 'combined'} checked={site.scintillation} onChange={(e) => { setSite({ ...site, scintillation: e.target.checked }); }} /> scintillation (P.618)
           </label>
           <button type="submit" className="btn" disabled={busy}>
             {busy ? 'Synthesising…' : 'Synthesise'}
@@ -140,6 +160,7 @@ export function WeatherForm({
                 <th scope="col" className="num">P.618 rain (dB)</th>
                 <th scope="col" className="num">trace rain (dB)</th>
                 <th scope="col" className="num">trace total (dB)</th>
+                {combined ? <th scope="col" className="num">P.618 total less median gases (dB)</th> : null}
               </tr>
             </thead>
             <tbody>
@@ -149,6 +170,7 @@ export function WeatherForm({
                   <td className="num">{r.site_rain_db.toFixed(2)}</td>
                   <td className="num">{r.trace_rain_db.toFixed(2)}</td>
                   <td className="num">{r.trace_total_db.toFixed(2)}</td>
+                  {combined ? <td className="num">{r.site_total_db?.toFixed(2) ?? '-'}</td> : null}
                 </tr>
               ))}
             </tbody>

@@ -33,8 +33,10 @@ describe('trace preview requests', () => {
       clear_sky_down_db: 18,
       margin_db: 0.5,
       pilots: false,
+      table: 'dvbs2',
     });
     expect(budgetOf({})).toMatchObject({ tick_ms: 1000, symbol_rate_baud: 40e6, pilots: true });
+    expect(budgetOf({ link: { forward: { modcod_set: 'dvbs2x' } } }).table).toBe('dvbs2x');
   });
 });
 

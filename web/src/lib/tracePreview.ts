@@ -8,7 +8,7 @@ export type PreviewIn = Schemas['PreviewIn'];
 export type PreviewOut = Schemas['PreviewOut'];
 export type ModcodOut = Schemas['ModcodOut'];
 /** The forward link's part of a preview request: everything but the trace. */
-export type LinkBudget = Omit<PreviewIn, 'trace' | 'table'>;
+export type LinkBudget = Omit<PreviewIn, 'trace'>;
 
 function numAt(data: unknown, path: string[], dflt: number): number {
   const v = getIn(data, path);
@@ -26,6 +26,8 @@ export function budgetOf(scenario: unknown): LinkBudget {
     clear_sky_down_db: numAt(scenario, [...f, 'downlink', 'clear_sky_db'], 20),
     margin_db: numAt(scenario, [...f, 'acm', 'margin_db'], 0),
     pilots: getIn(scenario, [...f, 'pilots']) !== false,
+    // the embedded table the link runs with (a modcod_table file is not previewed)
+    table: getIn(scenario, [...f, 'modcod_set']) === 'dvbs2x' ? 'dvbs2x' : 'dvbs2',
   };
 }
 

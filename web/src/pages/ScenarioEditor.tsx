@@ -67,6 +67,8 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
   // Host settings a scheme added from the catalogue needs but the scenario sets otherwise.
   const [conflicts, setConflicts] = useState<{ scheme: string; items: HostSettingConflict[] }>();
   const [busy, setBusy] = useState(false);
+  /** the forward hops' clear-sky C/N the link budget gives, once computed (the trace preview's) */
+  const [budgetCn, setBudgetCn] = useState<{ up: number; down: number }>();
 
   const latest = scenario.data?.latest?.number;
   const shownRev = revNo ?? latest;
@@ -272,8 +274,15 @@ export function ScenarioEditor({ idOrNew }: { idOrNew: string }) {
           <p className="muted">Loading…</p>
         )}
       </div>
-      {text !== undefined && getIn(parsed?.data, ['link_budget']) ? <BudgetPanel yaml={text} /> : null}
-      {parsed?.data !== undefined ? <TracePanel scenario={parsed.data} canUpload={writable} pending={isNew ? (template?.files ?? {}) : {}} /> : null}
+      {text !== undefined && getIn(parsed?.data, ['link_budget']) ? <BudgetPanel yaml={text} onBudget={setBudgetCn} /> : null}
+      {parsed?.data !== undefined ? (
+        <TracePanel
+          scenario={parsed.data}
+          canUpload={writable}
+          pending={isNew ? (template?.files ?? {}) : {}}
+          clearSky={getIn(parsed.data, ['link_budget', 'forward']) ? budgetCn : undefined}
+        />
+      ) : null}
       {writable && !readOnly && parsed?.data !== undefined ? (
         <SchemePicker
           scenario={parsed.data}

@@ -4,7 +4,7 @@ modemlog; the CLI's `satlab budget` and `satlab trace ...` do the same)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from fastapi import APIRouter
@@ -38,6 +38,11 @@ class TraceSynthIn(BaseModel):
     duration_s: float = Field(gt=0, le=86_400, description="trace length")
     step_ms: int = Field(1000, ge=10, le=3_600_000, description="tick (= attenuation.tick_ms)")
     seed: int = Field(1, ge=0, le=2**63 - 1)
+    model: Literal["independent", "combined"] = Field(
+        "independent",
+        description="independent: rain (+ clouds, scintillation) summed; combined: ITU-R "
+        "P.1853-2 section 3 by itur (whole-second steps, at most 86400 s; ~10 s, ~1.2 GB)",
+    )
     clouds: bool = False
     scintillation: bool = False
     antenna_diameter_m: float = Field(1.2, ge=0.1, le=30, description="for scintillation")
@@ -62,6 +67,9 @@ class ExceedanceOut(BaseModel):
     site_rain_db: float
     trace_rain_db: float
     trace_total_db: float
+    site_total_db: float | None = Field(
+        None, description="combined model: P.618 total attenuation less the median gases"
+    )
 
 
 class TraceStatsOut(BaseModel):
@@ -93,6 +101,9 @@ class ModemLogIn(BaseModel):
     uplink_db: float = Field(60, ge=-20, le=60)
     clear_sky_db: float | None = Field(None, ge=-20, le=60)
     margin_db: float = Field(0, ge=0, le=20, description="ACM margin, for modcod logs")
+    modcod_set: Literal["dvbs2", "dvbs2x"] = Field(
+        "dvbs2", description="the embedded MODCOD table of a modcod log (the link's modcod_set)"
+    )
     store_as: str | None = Field(None, max_length=200)
 
 
@@ -137,7 +148,13 @@ def synth_trace(who: Submitter, body: TraceSynthIn) -> TraceOut:
     )
     try:
         s = weather.synthesize(
-            site, body.duration_s, body.step_ms, body.seed, body.clouds, body.scintillation
+            site,
+            body.duration_s,
+            body.step_ms,
+            body.seed,
+            body.clouds,
+            body.scintillation,
+            model=body.model,
         )
     except ValueError as err:
         raise Invalid(str(err)) from None
@@ -160,7 +177,7 @@ def synth_trace(who: Submitter, body: TraceSynthIn) -> TraceOut:
 def import_modem_log(who: Submitter, body: ModemLogIn) -> TraceOut:
     try:
         with link_model_answers():  # the MODCOD table is read by the link model
-            log = modemlog.parse(body.csv, body.margin_db, None, body.max_gap_s)
+            log = modemlog.parse(body.csv, body.margin_db, None, body.max_gap_s, body.modcod_set)
         imp = modemlog.to_trace(log, body.step_ms, body.clear_sky_db, body.uplink_db)
     except modemlog.LogError as err:
         raise Invalid(f"csv: {err}" if str(err).startswith("line") else str(err)) from None
