@@ -23,6 +23,9 @@ bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rat
 bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in the path vs the emulator alone
 	@.venv/bin/python tests/bench/gateway_bench.py
 
+bench-beam:  ## Forward beam: model throughput and CPU per Gbit/s for 1, 16 and 64 terminals (crates/linkmodel/examples/beam_speed.rs)
+	@cargo run --release -q -p linkmodel --example beam_speed
+
 bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connection set-up rate (PEPSAL_BIN: side by side)
 	@.venv/bin/python tests/bench/pep_bench.py
 
@@ -31,6 +34,9 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 
 smoke-scenarios: setup  ## One short run of every configuration of every scenario in scenarios/ on this machine's testbed (root; about 25 min)
 	@.venv/bin/python tests/bench/scenario_smoke.py
+
+bench-setup: setup  ## Set-up time per testbed backend: a container box's start, testbed open/close on namespaces and compose boxes (root, dockerd)
+	@.venv/bin/python tests/bench/setup_time.py
 
 soak: db  ## Soak: an hour of a saturated link through the gateway, then 1000 short runs drained by two workers (root; about 2 h)
 	@DATABASE_URL=$$(scripts/pg.sh url) .venv/bin/python tests/bench/soak.py
@@ -65,4 +71,4 @@ phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver):
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: phy-tables help setup db run test bench-emulator bench-api bench-gateway bench-pep smoke-scenarios soak compose-smoke fuzz schemas reproduce stop
+.PHONY: phy-tables help setup db run test bench-beam bench-emulator bench-api bench-gateway bench-pep bench-setup smoke-scenarios soak compose-smoke fuzz schemas reproduce stop

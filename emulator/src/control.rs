@@ -426,13 +426,7 @@ fn release_histogram(out: &mut String, dirs: &[&str; 2], ports: [&PortStats; 2])
 /// The per-class queue metrics (`queue.classes`), labelled `direction` and `class`; nothing for a
 /// direction without classes.
 fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
-    type ClassDef = (
-        &'static str,
-        &'static str,
-        &'static str,
-        fn(&ClassStatus) -> f64,
-    );
-    let defs: [ClassDef; 9] = [
+    let defs: [ItemDef<ClassStatus>; 9] = [
         ("class_queue_packets", "gauge", "Packets of the class in the queue.", |c| {
             c.queue_packets as f64
         }),
@@ -482,18 +476,34 @@ fn class_metrics(out: &mut String, st: [&DirectionStatus; 2]) {
             |c| c.queue_delay_max_ms / 1e3,
         ),
     ];
-    if st.iter().all(|s| s.classes.is_empty()) {
+    item_metrics(out, st, "class", &defs, |s| &s.classes, |c| &c.name);
+}
+
+/// A series per item of a direction (a class, a terminal): metric name, kind, help, how to read it.
+pub type ItemDef<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
+
+/// One family per definition with a sample per item of each direction, labelled `direction` and
+/// `<label>="<item name>"`; nothing when no direction has items.
+pub fn item_metrics<T>(
+    out: &mut String,
+    st: [&DirectionStatus; 2],
+    label: &str,
+    defs: &[ItemDef<T>],
+    items: fn(&DirectionStatus) -> &[T],
+    name_of: fn(&T) -> &str,
+) {
+    if st.iter().all(|s| items(s).is_empty()) {
         return;
     }
     for (name, kind, help, f) in defs {
         let name = format!("satlab_emulator_{name}");
         prom::header(out, &name, kind, help);
         for s in st {
-            for c in &s.classes {
+            for c in items(s) {
                 let labels = format!(
-                    "{{direction=\"{}\",class=\"{}\"}}",
+                    "{{direction=\"{}\",{label}=\"{}\"}}",
                     s.direction.as_str(),
-                    c.name
+                    name_of(c)
                 );
                 prom::sample(out, &name, &labels, f(c));
             }
@@ -531,6 +541,7 @@ pub fn metrics_text(
     );
     direction_metrics(&mut o, st);
     class_metrics(&mut o, st);
+    crate::terminal_metrics::append(&mut o, st);
     port_metrics(&mut o, ports);
     release_histogram(&mut o, &DIRS, ports);
     telemetry_metrics(&mut o, tele);
@@ -837,6 +848,7 @@ mod tests {
             counters: Default::default(),
             classes: Vec::new(),
             dama: None,
+            terminals: Vec::new(),
         };
         let mut r = s.clone();
         r.direction = Dir::Return;
@@ -863,6 +875,30 @@ mod tests {
             !text.contains("satlab_emulator_class_"),
             "no classes, no class metrics"
         );
+        assert!(
+            !text.contains("satlab_emulator_terminal_"),
+            "no beam, no terminal metrics"
+        );
+        let mut beam = s.clone();
+        beam.terminals = ["a", "b"]
+            .map(|name| linkmodel::TerminalStatus {
+                name: name.into(),
+                modcod: None,
+                esn0_db: 9.0,
+                attenuation_db: 0.0,
+                useful_rate_bps: 1e6,
+                queue_packets: 1,
+                queue_bytes: 1514,
+                frames: 7,
+                sent_bytes: 9000,
+                counters: Default::default(),
+            })
+            .to_vec();
+        let text = metrics_text(1.5, [&beam, &r], [&p, &p], &TelemetryStats::default());
+        assert!(text.contains(
+            "satlab_emulator_terminal_frames_total{direction=\"forward\",terminal=\"b\"} 7\n"
+        ));
+        assert!(text.contains("satlab_emulator_esn0_db{direction=\"forward\"} 12.5\n"));
     }
 
     #[test]
@@ -895,6 +931,7 @@ mod tests {
             counters: Default::default(),
             classes: vec![class("ef", 10, 5.0), class("bulk", 100, 25000.0)],
             dama: None,
+            terminals: Vec::new(),
         };
         let mut r = s.clone();
         r.direction = Dir::Return;

@@ -1,4 +1,4 @@
-//! One thread per direction: it owns the direction's `linkmodel::Direction`, the input port's rx
+//! One thread per direction: it owns the direction's `linkmodel::Model`, the input port's rx
 //! half and the output port's tx half.
 //!
 //! Each loop: apply pending commands -> read every waiting frame in batches (complete partial
@@ -23,7 +23,7 @@ use crate::rt_guard::{self, RtGuard};
 use crate::settings::EventLevel;
 use crate::telemetry::{self, Event, EventKind, Msg};
 use crate::wake_lead::WakeLead;
-use linkmodel::{ControlCommand, Dir, Direction, DirectionStatus, LossCause, Outcome};
+use linkmodel::{ControlCommand, Dir, DirectionStatus, LossCause, Model, Outcome};
 use netio::port::{RxFrame, RxPort, TxPort, BATCH};
 use netio::sys::{self, Clock, Notifier, Waiter};
 use packet::ethernet;
@@ -108,7 +108,7 @@ pub struct PortStats {
 /// Everything a direction thread needs.
 pub struct DirThread {
     dir: Dir,
-    model: Direction,
+    model: Model,
     rx: RxPort,
     tx: TxPort,
     waiter: Waiter,
@@ -154,7 +154,7 @@ impl DirThread {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         dir: Dir,
-        model: Direction,
+        model: Model,
         rx: RxPort,
         tx: TxPort,
         clock: Clock,
@@ -667,7 +667,7 @@ fn ingest(
     rx: &mut RxPort,
     i: usize,
     times: &RxTimes,
-    model: &mut Direction,
+    model: &mut Model,
     pool: &mut Vec<Vec<u8>>,
     stats: &PortStats,
 ) -> u64 {
@@ -684,7 +684,7 @@ fn ingest(
 fn ingest_frame(
     f: RxFrame<'_>,
     now: u64,
-    model: &mut Direction,
+    model: &mut Model,
     pool: &mut Vec<Vec<u8>>,
     stats: &PortStats,
 ) {
@@ -777,15 +777,15 @@ mod tests {
         f
     }
 
-    fn model() -> Direction {
+    fn model() -> Model {
         let cfg = LinkConfig::from_yaml_str(
             "forward: {delay_ms: 10, kind: fixed, rate_bps: 1.0e9, queue: {limit_packets: 1000, limit_bytes: 10000000}}",
         )
         .unwrap();
-        Direction::new(&cfg, Dir::Forward).unwrap()
+        Model::new(&cfg, Dir::Forward).unwrap()
     }
 
-    fn drain(m: &mut Direction) -> Vec<Vec<u8>> {
+    fn drain(m: &mut Model) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         m.poll(1_000_000_000, &mut out);
         out.into_iter()
@@ -803,7 +803,7 @@ mod tests {
     fn ingest_untagged(
         f: &mut [u8],
         vnet: VirtioNetHdr,
-        m: &mut Direction,
+        m: &mut Model,
         pool: &mut Vec<Vec<u8>>,
         stats: &PortStats,
     ) {

@@ -12,9 +12,10 @@ mod release;
 mod rt_guard;
 mod settings;
 mod telemetry;
+mod terminal_metrics;
 mod wake_lead;
 
-use linkmodel::{Dir, Direction, LinkConfig};
+use linkmodel::{Dir, LinkConfig, Model};
 use netio::{port, sys};
 use settings::{EmulatorConfig, PortConfig, PortKind, XdpMode};
 use std::net::TcpListener;
@@ -192,8 +193,8 @@ fn start(
     let (gw_rx, gw_tx) = open_port(&cfg.ports.gw).map_err(|e| e.to_string())?;
     let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
     let link = cfg.link();
-    let fwd = Direction::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
-    let ret = Direction::new(&link, Dir::Return).map_err(|e| e.to_string())?;
+    let fwd = Model::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
+    let ret = Model::new(&link, Dir::Return).map_err(|e| e.to_string())?;
     let fwd_oracle = open_oracle(&link, Dir::Forward)?;
     let ret_oracle = open_oracle(&link, Dir::Return)?;
 

@@ -393,6 +393,7 @@ mod tests {
             },
             classes: Vec::new(),
             dama: None,
+            terminals: Vec::new(),
         }
     }
 

@@ -181,6 +181,7 @@ mod tests {
             counters: Default::default(),
             classes: Vec::new(),
             dama: None,
+            terminals: Vec::new(),
         };
         let line = TelemetryLine::Telemetry(linkmodel::records::StatusLine { t_ms: 1.0, status });
         serde_json::to_string(&line).unwrap()

@@ -175,6 +175,41 @@ class ReleaseSummary(TypedDict):
     """
 
 
+class TerminalStatus(TypedDict):
+    """
+    One terminal of a forward beam: its link now and what the carrier sent it.
+    """
+
+    attenuation_db: float
+    """
+    Total attenuation now, dB.
+    """
+    counters: Counters
+    esn0_db: float
+    """
+    Es/N0 at the terminal now, dB.
+    """
+    frames: int
+    """
+    BBFRAMEs the carrier sent at this terminal's MODCOD.
+    """
+    modcod: NotRequired[ModcodStatus | None]
+    """
+    MODCOD of the terminal's next frame.
+    """
+    name: str
+    queue_bytes: int
+    queue_packets: int
+    sent_bytes: int
+    """
+    GSE bytes (headers + data) the carrier sent the terminal.
+    """
+    useful_rate_bps: float
+    """
+    Rate of the data field at the terminal's MODCOD, bit/s (the carrier's, were it alone).
+    """
+
+
 class DirectionStatus(TypedDict):
     """
     Status of one direction; the JSON field names are part of the contract.
@@ -213,6 +248,12 @@ class DirectionStatus(TypedDict):
     """
     queue_bytes: int
     queue_packets: int
+    terminals: NotRequired[list[TerminalStatus]]
+    """
+    The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
+    terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
+    are the first terminal's, the queue and counters the sum over the terminals.
+    """
     useful_rate_bps: float
     """
     Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.

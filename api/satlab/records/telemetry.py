@@ -156,51 +156,38 @@ class ModcodStatus(TypedDict):
     required_esn0_db: float
 
 
-class StatusLine(TypedDict):
+class TerminalStatus(TypedDict):
     """
-    A status line: when, and the direction's status (the same record as in `GET /status`).
+    One terminal of a forward beam: its link now and what the carrier sent it.
     """
 
     attenuation_db: float
     """
-    Total attenuation (uplink + downlink) now, dB.
-    """
-    ber: float
-    """
-    Long-run average BER of the bit-error model (0 for none or an error-pattern file).
-    """
-    classes: NotRequired[list[ClassStatus]]
-    """
-    Per-class queues (`queue.classes`), in configuration order; absent without classes.
+    Total attenuation now, dB.
     """
     counters: Counters
-    dama: NotRequired[DamaStatus | None]
-    """
-    The terminal's capacity requests and grant in the current superframe (`return.dama`);
-    absent without DAMA.
-    """
-    delay_ms: float
-    """
-    One-way propagation delay now, ms.
-    """
-    direction: Dir
     esn0_db: float
     """
-    Es/N0 (total C/N, dB) at the receiver now.
+    Es/N0 at the terminal now, dB.
+    """
+    frames: int
+    """
+    BBFRAMEs the carrier sent at this terminal's MODCOD.
     """
     modcod: NotRequired[ModcodStatus | None]
     """
-    MODCOD the transmitter uses now; `null` for a fixed-rate link.
+    MODCOD of the terminal's next frame.
     """
+    name: str
     queue_bytes: int
     queue_packets: int
-    t_ms: float
+    sent_bytes: int
     """
-    Milliseconds since the emulator started (microsecond resolution).
+    GSE bytes (headers + data) the carrier sent the terminal.
     """
     useful_rate_bps: float
     """
-    Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.
+    Rate of the data field at the terminal's MODCOD, bit/s (the carrier's, were it alone).
     """
 
 
@@ -245,6 +232,12 @@ class TelemetryLine1(TypedDict):
     t_ms: float
     """
     Milliseconds since the emulator started (microsecond resolution).
+    """
+    terminals: NotRequired[list[TerminalStatus]]
+    """
+    The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
+    terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
+    are the first terminal's, the queue and counters the sum over the terminals.
     """
     useful_rate_bps: float
     """
@@ -325,4 +318,58 @@ class EventLine(TypedDict):
     t_ms: float
     """
     Milliseconds since the emulator started (microsecond resolution).
+    """
+
+
+class StatusLine(TypedDict):
+    """
+    A status line: when, and the direction's status (the same record as in `GET /status`).
+    """
+
+    attenuation_db: float
+    """
+    Total attenuation (uplink + downlink) now, dB.
+    """
+    ber: float
+    """
+    Long-run average BER of the bit-error model (0 for none or an error-pattern file).
+    """
+    classes: NotRequired[list[ClassStatus]]
+    """
+    Per-class queues (`queue.classes`), in configuration order; absent without classes.
+    """
+    counters: Counters
+    dama: NotRequired[DamaStatus | None]
+    """
+    The terminal's capacity requests and grant in the current superframe (`return.dama`);
+    absent without DAMA.
+    """
+    delay_ms: float
+    """
+    One-way propagation delay now, ms.
+    """
+    direction: Dir
+    esn0_db: float
+    """
+    Es/N0 (total C/N, dB) at the receiver now.
+    """
+    modcod: NotRequired[ModcodStatus | None]
+    """
+    MODCOD the transmitter uses now; `null` for a fixed-rate link.
+    """
+    queue_bytes: int
+    queue_packets: int
+    t_ms: float
+    """
+    Milliseconds since the emulator started (microsecond resolution).
+    """
+    terminals: NotRequired[list[TerminalStatus]]
+    """
+    The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
+    terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
+    are the first terminal's, the queue and counters the sum over the terminals.
+    """
+    useful_rate_bps: float
+    """
+    Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.
     """

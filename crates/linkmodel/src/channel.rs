@@ -47,6 +47,9 @@ pub struct Channel {
     sky_noise: Option<(f64, f64)>,
     /// Live override (total attenuation, applied on the downlink, uplink 0) since a time.
     override_db: Option<(u64, f64)>,
+    /// The downlink source is read this much earlier (a rain cell reaching a beam's terminal
+    /// later than the terminal whose trace it is).
+    down_shift_ns: u64,
 }
 
 impl Channel {
@@ -61,7 +64,13 @@ impl Channel {
                 down.sky_noise.medium_temp_k,
             )),
             override_db: None,
+            down_shift_ns: 0,
         })
+    }
+
+    /// Reads the downlink source `ns` earlier (its first value before that).
+    pub(crate) fn shift_downlink(&mut self, ns: u64) {
+        self.down_shift_ns = ns;
     }
 
     /// A channel with constant attenuation (tests, tools).
@@ -73,6 +82,7 @@ impl Channel {
             down: Source::Constant(down_db),
             sky_noise: None,
             override_db: None,
+            down_shift_ns: 0,
         }
     }
 
@@ -90,7 +100,10 @@ impl Channel {
     pub fn attenuation_db(&self, t_ns: u64) -> (f64, f64) {
         match self.override_db {
             Some((since, v)) if t_ns >= since => (0.0, v),
-            _ => (self.up.at(t_ns), self.down.at(t_ns)),
+            _ => (
+                self.up.at(t_ns),
+                self.down.at(t_ns.saturating_sub(self.down_shift_ns)),
+            ),
         }
     }
 

@@ -67,19 +67,16 @@ impl ConfigError {
     }
 }
 
-/// Checks `lo <= v <= hi` (and that v is finite) for the field at `path`.
+/// Checks `lo <= v <= hi` (and that v is not NaN) for the field at `path`: binkit's range rule
+/// (the same words in every binary's configuration errors) as a [`ConfigError::Field`].
 pub fn check_range<T>(path: &str, v: T, lo: T, hi: T, unit: &str) -> Result<(), ConfigError>
 where
     T: PartialOrd + Display + Copy,
 {
-    // partial_cmp is None for NaN (works for integers and floats).
-    if v.partial_cmp(&lo).is_none() || v < lo || v > hi {
-        return Err(ConfigError::field(
-            path,
-            format!("value {v} is outside the allowed range [{lo}, {hi}]{unit}"),
-        ));
+    match binkit::bounds::out_of_range(v, lo, hi, unit) {
+        Some(reason) => Err(ConfigError::field(path, reason)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -256,6 +253,10 @@ pub struct DirectionConfig {
     /// printed when absent, so `--check` of a configuration without it is as before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dama: Option<DamaConfig>,
+    /// Several terminals on this (forward) carrier, each with its own fade, ACM loop and queue
+    /// (`terminals.rs`); absent: one terminal, the link as configured. Not printed when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beam: Option<crate::terminals::BeamConfig>,
 }
 
 impl Default for DirectionConfig {
@@ -284,6 +285,7 @@ impl Default for DirectionConfig {
             reorder: ReorderConfig::default(),
             oracle_eten: None,
             dama: None,
+            beam: None,
         }
     }
 }

@@ -281,6 +281,7 @@ impl Direction {
             counters: self.counters.clone(),
             classes: self.queue.class_status(),
             dama: self.scheduler.dama_status(),
+            terminals: Vec::new(),
         }
     }
 
@@ -315,11 +316,56 @@ impl Direction {
     }
 
     // -----------------------------------------------------------------------------------------
+    // A terminal of a beam (`beam.rs`): the beam's carrier starts its frames.
+
+    /// Terminal link `cfg` (forward, from `BeamConfig::terminal_link`) whose frames start only
+    /// when the beam grants one, its downlink attenuation read `shift_ns` late (a rain cell).
+    pub(crate) fn terminal(cfg: &LinkConfig, shift_ns: u64) -> Result<Self, ConfigError> {
+        let mut d = Direction::new(cfg, Dir::Forward)?;
+        d.scheduler.gate();
+        d.channel.shift_downlink(shift_ns);
+        Ok(d)
+    }
+
+    /// Whether data waits for a frame.
+    pub(crate) fn has_data(&self) -> bool {
+        self.scheduler.has_data(&self.queue)
+    }
+
+    /// The useful rate of the MODCOD the ACM loop would give a frame at `t_ns`, bit/s.
+    pub(crate) fn rate_bps(&mut self, t_ns: u64) -> f64 {
+        self.scheduler.update_acm(t_ns, &self.channel);
+        self.scheduler.modcod_status().1
+    }
+
+    /// Puts this terminal's next frame on the carrier at `t_ns`; returns its end, its MODCOD
+    /// row and the bytes left as padding.
+    pub(crate) fn start_granted(&mut self, t_ns: u64) -> (u64, usize, u32) {
+        let room = self
+            .scheduler
+            .start_frame(t_ns, &mut self.queue, &self.channel);
+        let f = self.scheduler.on_air().expect("frame started");
+        (f.end_ns, f.modcod, room)
+    }
+
+    /// Fills up to `room` bytes of another terminal's frame (MODCOD row `modcod`, from `t_ns` to
+    /// `end_ns`) with this terminal's packets if it has data and can decode that MODCOD: its own
+    /// MODCOD needs at least the Es/N0 `modcod` needs. Returns the bytes taken.
+    pub(crate) fn take_piece(&mut self, t_ns: u64, end_ns: u64, modcod: usize, room: u32) -> u32 {
+        self.scheduler.update_acm(t_ns, &self.channel);
+        let own = self.scheduler.current_modcod();
+        let s = &self.scheduler;
+        if !self.has_data() || s.required_esn0_db(own) < s.required_esn0_db(modcod) {
+            return 0;
+        }
+        self.scheduler
+            .start_piece(t_ns, end_ns, modcod, room, &mut self.queue)
+    }
 
     /// Replays every frame end and scheduler timer (DAMA) up to `now_ns` in time order: the ended
     /// frame's packets go down the pipeline, then the next frame starts back to back (with DAMA:
     /// in the next granted slot) if data waits.
-    fn advance(&mut self, now_ns: u64) {
+    pub(crate) fn advance(&mut self, now_ns: u64) {
         loop {
             let end = self.scheduler.frame_end_ns().filter(|&e| e <= now_ns);
             let timer = self.scheduler.next_timer_ns().filter(|&t| t <= now_ns);

@@ -18,8 +18,13 @@
 //! The contract with the emulator binary is `docs/emulator-contract.md`; the configuration file is
 //! documented in `emulator/CONFIG.md`.
 
-// The pipeline of one direction (`direction.rs`), and its stages in packet order.
+// What the I/O side runs per direction (`model.rs`): one pipeline (`direction.rs`), or a forward
+// beam of several terminals on one carrier, each a pipeline (`beam.rs`, `terminals.rs`).
+pub mod beam;
 pub mod direction;
+pub mod model;
+pub mod terminals;
+// The stages of a pipeline, in packet order.
 // 1. queue (per-class queues: classes)
 pub mod classes;
 pub mod queue;
@@ -62,8 +67,9 @@ mod types;
 pub use config::{ConfigError, DirectionConfig, LinkConfig};
 pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
+pub use model::Model;
 pub use segment::SegmentKey;
 pub use types::{
     ClassStatus, Counters, DamaStatus, Dir, DirectionStatus, Hit, HitRegion, LossCause,
-    ModcodStatus, Outcome,
+    ModcodStatus, Outcome, TerminalStatus,
 };

@@ -74,7 +74,7 @@ impl LinkConfig {
             // Building the stages loads every file and checks cross-field consistency.
             LinkSetup::build(self, dir)?;
         }
-        Ok(())
+        crate::beam::validate(self)
     }
 }
 
@@ -135,11 +135,14 @@ impl DirectionConfig {
         {
             join(p);
         }
+        if let Some(b) = self.beam.as_mut() {
+            b.resolve(refresh, base);
+        }
     }
 
     /// Checks the bounds and single-section rules of direction `p` (`forward` / `return`), in the
     /// order of the sections below; the first problem is the error.
-    fn validate(&self, p: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, p: &str) -> Result<(), ConfigError> {
         self.validate_delay(p)?;
         self.validate_phy(p)?;
         self.validate_acm(p)?;
@@ -551,7 +554,7 @@ impl DirectionConfig {
 }
 
 impl AttenuationConfig {
-    fn validate(&self, p: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, p: &str) -> Result<(), ConfigError> {
         check_f64(&format!("{p}.value_db"), self.value_db, 0.0, 100.0, " dB")?;
         if let Some(t) = self.tick_ms {
             check_range(&format!("{p}.tick_ms"), t, 1, 3_600_000, " ms")?;
@@ -640,19 +643,26 @@ fn validate_contention(c: &ContentionConfig, cp: &str) -> Result<(), ConfigError
     )
 }
 
+/// Checks a name that becomes a status key and a metric label (a class's, a terminal's): 1-32
+/// characters of a-z, 0-9, `_` and `-`.
+pub(crate) fn check_label(field: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !ok {
+        return Err(ConfigError::field(
+            field,
+            format!("{name:?} is not 1-32 characters of a-z, 0-9, _ and -"),
+        ));
+    }
+    Ok(())
+}
+
 /// Class `k` of queue `q` (at `cp`) on its own: name, priority, weight, limits, rule counts.
 fn validate_class(q: &QueueConfig, k: usize, cp: &str) -> Result<(), ConfigError> {
     let c = &q.classes[k];
-    let name_ok = (1..=32).contains(&c.name.len())
-        && c.name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if !name_ok {
-        return Err(ConfigError::field(
-            format!("{cp}.name"),
-            format!("{:?} is not 1-32 characters of a-z, 0-9, _ and -", c.name),
-        ));
-    }
+    check_label(&format!("{cp}.name"), &c.name)?;
     if q.classes[..k].iter().any(|o| o.name == c.name) {
         return Err(ConfigError::field(
             format!("{cp}.name"),

@@ -252,6 +252,8 @@ pub(crate) struct Scheduler {
     dama: Option<Dama>,
     /// The granted slot the next burst waits for (DAMA).
     slot_wait_ns: Option<u64>,
+    /// A terminal of a beam (`beam.rs`): frames start only when the beam's carrier grants one.
+    gated: bool,
 }
 
 impl Scheduler {
@@ -270,7 +272,18 @@ impl Scheduler {
             frames_sent: 0,
             dama,
             slot_wait_ns: None,
+            gated: false,
         }
+    }
+
+    /// Frames start only through [`Scheduler::start_frame`], called by the beam's carrier.
+    pub(crate) fn gate(&mut self) {
+        self.gated = true;
+    }
+
+    /// Whether data waits for a frame (a queued packet or a partly sent one).
+    pub(crate) fn has_data(&self, queue: &Queue) -> bool {
+        self.partial.is_some() || !queue.is_empty()
     }
 
     /// A packet of `len` bytes was queued at `now_ns`: an idle link starts a frame at once (with
@@ -285,6 +298,9 @@ impl Scheduler {
         if let Some(d) = self.dama.as_mut() {
             d.arrived(len);
         }
+        if self.gated {
+            return;
+        }
         if self.frame.is_none() && self.slot_wait_ns.is_none() {
             self.carry_ns = 0.0;
             self.start_or_wait(now_ns.max(self.link_free_ns), queue, channel);
@@ -295,8 +311,12 @@ impl Scheduler {
     /// if it is later; none left in this superframe: the next superframe's tick retries).
     fn start_or_wait(&mut self, t_ns: u64, queue: &mut Queue, channel: &Channel) {
         match self.dama.as_mut().map(|d| d.take_slot(t_ns)) {
-            None => self.start_frame(t_ns, queue, channel),
-            Some(Some(slot)) if slot <= t_ns => self.start_frame(t_ns, queue, channel),
+            None => {
+                self.start_frame(t_ns, queue, channel);
+            }
+            Some(Some(slot)) if slot <= t_ns => {
+                self.start_frame(t_ns, queue, channel);
+            }
             Some(Some(slot)) => self.slot_wait_ns = Some(slot),
             Some(None) => {}
         }
@@ -363,6 +383,9 @@ impl Scheduler {
 
     /// After frame `f` ended: the next frame starts back to back while data waits.
     pub(crate) fn send_next(&mut self, f: &InFlight, queue: &mut Queue, channel: &Channel) {
+        if self.gated {
+            return;
+        }
         if self.partial.is_some() || !queue.is_empty() {
             self.start_or_wait(f.end_ns, queue, channel);
         }
@@ -378,6 +401,19 @@ impl Scheduler {
     /// End of the frame on the air.
     pub(crate) fn frame_end_ns(&self) -> Option<u64> {
         self.frame.map(|f| f.end_ns)
+    }
+
+    /// The frame on the air.
+    pub(crate) fn on_air(&self) -> Option<InFlight> {
+        self.frame
+    }
+
+    /// The MODCOD row the ACM loop gives the next frame (0 on a fixed-rate link).
+    pub(crate) fn current_modcod(&self) -> usize {
+        match &self.phy {
+            Phy::Modcod { acm, .. } => acm.current(),
+            Phy::Fixed { .. } => 0,
+        }
     }
 
     /// When the next ACM report reaches the transmitter (ACM only).
@@ -419,10 +455,46 @@ impl Scheduler {
         (self.gse_bytes_sent, self.frames_sent)
     }
 
+    /// Puts a piece of another terminal's frame on the air (a beam's mixed frames): this
+    /// terminal's packets in the `room` bytes left in a frame at MODCOD row `modcod` that started
+    /// at `t_ns` and ends at `end_ns`. Returns the GSE bytes it took.
+    pub(crate) fn start_piece(
+        &mut self,
+        t_ns: u64,
+        end_ns: u64,
+        modcod: usize,
+        room: u32,
+        queue: &mut Queue,
+    ) -> u32 {
+        let packed = framing::pack(
+            self.gse,
+            room,
+            &mut self.partial,
+            &mut queue.at(t_ns),
+            &mut self.completes,
+        );
+        self.gse_bytes_sent += packed.gse_bytes as u64;
+        self.link_free_ns = end_ns;
+        self.frame = Some(InFlight {
+            end_ns,
+            modcod,
+            partial_touched: packed.partial_touched,
+        });
+        packed.gse_bytes
+    }
+
+    /// The Es/N0 MODCOD row `row` needs, dB (a fixed-rate link: none needed).
+    pub(crate) fn required_esn0_db(&self, row: usize) -> f64 {
+        match &self.phy {
+            Phy::Modcod { table, .. } => table.rows[row].esn0_db,
+            Phy::Fixed { .. } => f64::NEG_INFINITY,
+        }
+    }
+
     /// Puts the next frame on the air at `t_ns`: packs it (or takes one packet on a fixed-rate
-    /// link) and computes its end.
-    fn start_frame(&mut self, t_ns: u64, queue: &mut Queue, channel: &Channel) {
-        let (dur_ns, modcod, packed) = match &mut self.phy {
+    /// link) and computes its end. Returns the bytes of the frame left as padding.
+    pub(crate) fn start_frame(&mut self, t_ns: u64, queue: &mut Queue, channel: &Channel) -> u32 {
+        let (dur_ns, modcod, packed, room) = match &mut self.phy {
             Phy::Modcod {
                 shapes,
                 symbol_rate_baud,
@@ -439,7 +511,13 @@ impl Scheduler {
                     &mut queue.at(t_ns),
                     &mut self.completes,
                 );
-                (shape.symbols as f64 * 1e9 / *symbol_rate_baud, m, packed)
+                let left = shape.data_bytes - packed.gse_bytes;
+                (
+                    shape.symbols as f64 * 1e9 / *symbol_rate_baud,
+                    m,
+                    packed,
+                    left,
+                )
             }
             Phy::Fixed { rate_bps } => {
                 let p = queue.pop(t_ns).expect("start_frame with data");
@@ -453,6 +531,7 @@ impl Scheduler {
                         partial_touched: false,
                         gse_bytes: len,
                     },
+                    0,
                 )
             }
         };
@@ -474,5 +553,6 @@ impl Scheduler {
             modcod,
             partial_touched: packed.partial_touched,
         });
+        room
     }
 }

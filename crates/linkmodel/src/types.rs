@@ -100,6 +100,20 @@ pub struct Counters {
     pub reordered_packets: u64,
 }
 
+impl Counters {
+    /// Adds `o`'s counts (a beam's counters are its terminals' summed).
+    pub fn add(&mut self, o: &Counters) {
+        self.offered_packets += o.offered_packets;
+        self.delivered_packets += o.delivered_packets;
+        self.delivered_bytes += o.delivered_bytes;
+        self.queue_drops += o.queue_drops;
+        self.frame_erasures += o.frame_erasures;
+        self.erased_packets += o.erased_packets;
+        self.corrupted_packets += o.corrupted_packets;
+        self.reordered_packets += o.reordered_packets;
+    }
+}
+
 /// Status of one direction; the JSON field names are part of the contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DirectionStatus {
@@ -126,6 +140,32 @@ pub struct DirectionStatus {
     /// absent without DAMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dama: Option<Box<DamaStatus>>,
+    /// The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
+    /// terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
+    /// are the first terminal's, the queue and counters the sum over the terminals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terminals: Vec<TerminalStatus>,
+}
+
+/// One terminal of a forward beam: its link now and what the carrier sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TerminalStatus {
+    pub name: String,
+    /// MODCOD of the terminal's next frame.
+    pub modcod: Option<ModcodStatus>,
+    /// Es/N0 at the terminal now, dB.
+    pub esn0_db: f64,
+    /// Total attenuation now, dB.
+    pub attenuation_db: f64,
+    /// Rate of the data field at the terminal's MODCOD, bit/s (the carrier's, were it alone).
+    pub useful_rate_bps: f64,
+    pub queue_packets: u64,
+    pub queue_bytes: u64,
+    /// BBFRAMEs the carrier sent at this terminal's MODCOD.
+    pub frames: u64,
+    /// GSE bytes (headers + data) the carrier sent the terminal.
+    pub sent_bytes: u64,
+    pub counters: Counters,
 }
 
 /// DAMA on the return link (`return.dama`): what the terminal asked for at the start of the

@@ -56,6 +56,12 @@ export interface DirectionStatus {
   queue_bytes: number;
   queue_packets: number;
   /**
+   * The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
+   * terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
+   * are the first terminal's, the queue and counters the sum over the terminals.
+   */
+  terminals?: TerminalStatus[];
+  /**
    * Rate of the data field (after PL framing and BBHEADER, before GSE), bit/s.
    */
   useful_rate_bps: number;
@@ -183,6 +189,39 @@ export interface ModcodStatus {
   id: number;
   name: string;
   required_esn0_db: number;
+}
+/**
+ * One terminal of a forward beam: its link now and what the carrier sent it.
+ */
+export interface TerminalStatus {
+  /**
+   * Total attenuation now, dB.
+   */
+  attenuation_db: number;
+  counters: Counters;
+  /**
+   * Es/N0 at the terminal now, dB.
+   */
+  esn0_db: number;
+  /**
+   * BBFRAMEs the carrier sent at this terminal's MODCOD.
+   */
+  frames: number;
+  /**
+   * MODCOD of the terminal's next frame.
+   */
+  modcod?: ModcodStatus | null;
+  name: string;
+  queue_bytes: number;
+  queue_packets: number;
+  /**
+   * GSE bytes (headers + data) the carrier sent the terminal.
+   */
+  sent_bytes: number;
+  /**
+   * Rate of the data field at the terminal's MODCOD, bit/s (the carrier's, were it alone).
+   */
+  useful_rate_bps: number;
 }
 /**
  * How late the data plane released delivered packets against the model's delivery times.
