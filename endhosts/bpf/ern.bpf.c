@@ -182,14 +182,31 @@ static __always_inline void set_cb_flags(struct bpf_sock_ops *skops, int on)
 	bpf_sock_ops_cb_flags_set(skops, on ? flags | ours : flags & ~ours);
 }
 
-/* The received segment acknowledges data beyond snd_una (parsing runs before tcp_ack). */
+/* This host's FIN is out: the states after close() or shutdown(SHUT_WR) on our side. */
+static __always_inline int fin_sent(const struct bpf_sock_ops *skops)
+{
+	switch (skops->state) {
+	case BPF_TCP_FIN_WAIT1:
+	case BPF_TCP_FIN_WAIT2:
+	case BPF_TCP_CLOSING:
+	case BPF_TCP_LAST_ACK:
+	case BPF_TCP_TIME_WAIT:
+		return 1;
+	}
+	return 0;
+}
+
+/* The received segment acknowledges data beyond snd_una (parsing runs before tcp_ack). Once
+ * our FIN is out, an ACK may acknowledge only the FIN: a segment without payload, which no
+ * router lowers (the gateway's ERN router, gateway/src/process.rs ern_segment, skips it), so
+ * its FEEDBACK_NONE echo says nothing about the path; such ACKs do not count. */
 static __always_inline int acks_new_data(struct bpf_sock_ops *skops)
 {
 	void *data = (void *)(long)skops->skb_data;
 	void *end = (void *)(long)skops->skb_data_end;
 	struct tcphdr *th = data;
 
-	if ((void *)(th + 1) > end || !th->ack)
+	if ((void *)(th + 1) > end || !th->ack || fin_sent(skops))
 		return 0;
 	return (__s32)(bpf_ntohl(th->ack_seq) - skops->snd_una) > 0;
 }

@@ -100,12 +100,13 @@ def cgroup_transfer(
     receiver_cg: Path | None = None,
     capture: Path | None = None,
     sample_ms: float | None = None,
+    fin_after_acked: bool = False,
 ) -> dict[str, object]:
     """One bulk transfer (tcp_transfer.py) over loopback in `netns`, to port ports[0] from
     source port ports[1]: the sender with congestion control `ca` in cgroup `sender_cg` (where a
     scheme's sockops program sees it), the receiver in `receiver_cg` or in none. Optionally a
-    pcap of the first 40 packets, and tcp_info samples every `sample_ms`. Returns the sender's
-    report."""
+    pcap of the first 40 packets, tcp_info samples every `sample_ms`, and a bare FIN sent once
+    all data is ACKed (`fin_after_acked`). Returns the sender's report."""
     port, sport = ports
     py = [sys.executable, str(TRANSFER), "--port", str(port), "--bytes", str(size)]
     recv = subprocess.Popen(in_cgroup(netns, receiver_cg, *py, "--listen"), stdout=subprocess.PIPE)
@@ -120,6 +121,8 @@ def cgroup_transfer(
         sender = [*py, "--connect", "127.0.0.1", "--source-port", str(sport), "--cc", ca]
         if sample_ms is not None:
             sender += ["--sample-ms", str(sample_ms)]
+        if fin_after_acked:
+            sender.append("--fin-after-acked")
         out = run(*in_cgroup(netns, sender_cg, *sender), timeout=120)
         recv.wait(60)
         if dump is not None:

@@ -109,8 +109,10 @@ def send(
     timeout: float,
     sample_ms: float,
     source_port: int = 0,
+    fin_after_acked: bool = False,
 ) -> dict[str, Any]:
-    """The sender alone: connects (retrying while the receiver is not yet listening)."""
+    """The sender alone: connects (retrying while the receiver is not yet listening). With
+    `fin_after_acked` the FIN goes out only once every byte is ACKed: a bare FIN, ACKed alone."""
     payload = payload_of(size)
     deadline = time.monotonic() + timeout
     while True:
@@ -135,6 +137,8 @@ def send(
         if sampler:
             sampler.start()
         sender.sendall(payload)
+        while fin_after_acked and tcp_info(sender)["bytes_acked"] < size:
+            time.sleep(0.001)
         sender.shutdown(socket.SHUT_WR)
         # The receiver closes once it has read everything: then every byte is ACKed.
         sender.recv(1)
@@ -204,6 +208,9 @@ def main() -> None:
         "--sample-ms", type=float, default=0, help="sender: record tcp_info every N ms"
     )
     parser.add_argument("--source-port", type=int, default=0, help="sender: bind to this port")
+    parser.add_argument(
+        "--fin-after-acked", action="store_true", help="sender: FIN only once all data is ACKed"
+    )
     args = parser.parse_args()
     if args.listen:
         result = listen(args.port, args.timeout)
@@ -216,6 +223,7 @@ def main() -> None:
             args.timeout,
             args.sample_ms,
             args.source_port,
+            args.fin_after_acked,
         )
     else:
         result = transfer(args.cc, args.bytes, args.port, args.timeout)

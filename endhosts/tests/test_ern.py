@@ -53,7 +53,11 @@ def stats_of(final: dict[str, object]) -> dict[str, int]:
 
 
 def ern_transfer(
-    netns: str, tag: str, plain_receiver: bool = False, capture: Path | None = None
+    netns: str,
+    tag: str,
+    plain_receiver: bool = False,
+    capture: Path | None = None,
+    fin_after_acked: bool = False,
 ) -> tuple[str, dict[str, object], dict[str, int]]:
     """One transfer with sl_ern loaded for the sender's cgroup and, unless `plain_receiver`, the
     receiver's; returns the CA's name, the sender's report and the ERN counters."""
@@ -65,7 +69,15 @@ def ern_transfer(
     ):
         receiver_cg = None if plain_receiver else cg
         sent = cgroup_transfer(
-            netns, (PORT, SPORT), SIZE, ld.ca, cg, receiver_cg, capture=capture, sample_ms=5
+            netns,
+            (PORT, SPORT),
+            SIZE,
+            ld.ca,
+            cg,
+            receiver_cg,
+            capture=capture,
+            sample_ms=5,
+            fin_after_acked=fin_after_acked,
         )
         final = ld.stop()
     return ld.ca, sent, stats_of(final)
@@ -120,12 +132,16 @@ def feedback_router(netns: str, feedback: int) -> None:
 
 def test_window_held_by_the_echoed_feedback(built: Path, netns: str) -> None:
     """Feedback 0 on every data segment: cwnd_ern stays where the first echo found the window
-    (the initial 10 segments), while the same transfer without the router grows past 50."""
+    (the initial 10 segments), while the same transfer without the router grows past 50. The
+    FIN goes out alone after the last ACK, so its own ACK (no payload, nothing a router lowers,
+    so no echo) comes last, and the final sample is taken after it."""
     feedback_router(netns, 0)
-    _, sent, stats = ern_transfer(netns, "ernc")
+    _, sent, stats = ern_transfer(netns, "ernc", fin_after_acked=True)
     report = f"counters {stats}, max cwnd {max_cwnd(sent)}"
     assert stats["feedback_applied"] > 100, report
     assert stats["ern_limited"] > 100, report
+    # The ACK of the bare FIN echoes no feedback: it must not lift the limit.
+    assert stats["feedback_none"] == 0, report
     assert max_cwnd(sent) <= 12, report
 
 
