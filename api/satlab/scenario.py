@@ -31,6 +31,7 @@ from pydantic import (
 from satlab import linkbudget
 from satlab.expectations import ExpectationSpec, Measure, same_value
 from satlab.link_backend import BACKENDS
+from satlab.records.withhold import Withhold
 from satlab.schemes import PROJECT_SCHEMES
 
 SCHEMA_VERSION = 1
@@ -341,34 +342,11 @@ class PepSettings(Strict):
         return self
 
 
-class Withhold(Strict):
-    """Yang's reordering-robust receiver (Yang 2001, section 3.2; endhosts/withhold): the
-    receiving host withholds dupACKs up to the largest reordering stride seen, through NFQUEUE.
-    The open parameters of the thesis are chosen here (endhosts/README.md)."""
-
-    immediate_dupacks: int = Field(
-        2, ge=0, le=2, description="dupACKs sent at once (0 for senders using Limited Transmit)"
-    )
-    history_episodes: int = Field(
-        16, ge=1, le=1024, description="reordering episodes whose largest stride is kept"
-    )
-    iat_weight: float = Field(
-        0.125, ge=0.001, le=1, description="EWMA weight of the newest inter-arrival time"
-    )
-    initial_threshold_packets: int = Field(
-        3, ge=1, le=10000, description="threshold before any reordering is recorded"
-    )
-    rtt_ms: float = Field(
-        600,
-        ge=1,
-        le=60000,
-        description="receiver RTT estimate: a hole filled later was a retransmission",
-    )
-
-
 class ReceiverSettings(Strict):
     """What runs on the receiving hosts of the configuration's TCP flows."""
 
+    # The withholding receiver's own settings type (endhosts/withhold/src/config.rs), generated
+    # from its --print-schema by `make schemas`: its fields, bounds and defaults are the binary's.
     withhold: Withhold | None = None
 
 

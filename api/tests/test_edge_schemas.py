@@ -2,7 +2,9 @@
 gateway/pep/src/config.rs), whose JSON Schemas `make schemas` commits as gateway_schema.json and
 pep_schema.json. A scenario's `gateway` and `pep` sections keep their flat YAML shape, and the
 testbed (satlab.testbed.gateway, satlab.testbed.pep) writes each binary's file from them: every
-value a scenario accepts must give a file the binary's own `--check` accepts."""
+value a scenario accepts must give a file the binary's own `--check` accepts. The withholding
+receiver's settings type is the binary's own (endhosts/withhold/src/config.rs, withhold_schema.json,
+the generated records/withhold.py): its flags must read back as the settings the scenario gave."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from satlab.scenario import GatewayAqm, GatewaySettings, PepSettings
-from satlab.settings import GATEWAY_BIN, PEP_BIN
+from satlab.records.withhold import Withhold
+from satlab.scenario import GatewayAqm, GatewaySettings, PepSettings, parse_scenario
+from satlab.settings import GATEWAY_BIN, PEP_BIN, WITHHOLD_BIN
+from satlab.testbed import withhold
 from satlab.testbed.gateway import gateway_config
 from satlab.testbed.pep import pep_config
 
@@ -102,3 +106,37 @@ def test_the_testbed_writes_only_fields_the_binaries_declare() -> None:
         schema = json.loads((SCHEMAS / f"{name}_schema.json").read_text())
         assert schema["additionalProperties"] is False
         walk(config, schema, schema, "")
+
+
+# The withholding receiver's settings type is generated from its schema (records/withhold.py);
+# the testbed passes it as flags (satlab.testbed.withhold.args): the binary must read them back
+# as the same settings, at every bound and with the defaults.
+WITHHOLD_CASES = [*_bounds(Withhold), ("defaults", 0.0)]
+
+
+@pytest.mark.parametrize(("field", "value"), WITHHOLD_CASES)
+def test_the_receivers_flags_say_what_the_scenario_gave(field: str, value: float) -> None:
+    settings = Withhold.model_validate({} if field == "defaults" else {field: value})
+    assert WITHHOLD_BIN.exists(), f"{WITHHOLD_BIN} is missing: cargo build --release"
+    r = subprocess.run(
+        [str(WITHHOLD_BIN), "--check", *withhold.args(settings, [5001, 5002])],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["withhold"] == settings.model_dump()
+
+
+def test_the_scenario_refuses_withhold_settings_outside_the_binarys_bounds() -> None:
+    schema = json.loads((SCHEMAS / "withhold_schema.json").read_text())
+    rtt = schema["$defs"]["Withhold"]["properties"]["rtt_ms"]
+    base = {
+        "name": "w",
+        "hosts": {"settings": {"sack": False}},
+        "traffic": [{"kind": "bulk_tcp", "duration_s": 1}],
+        "configurations": [{"name": "c", "receiver": {"withhold": {"rtt_ms": rtt["maximum"]}}}],
+    }
+    assert parse_scenario(base).configurations[0].receiver.withhold is not None
+    base["configurations"][0]["receiver"]["withhold"]["rtt_ms"] = rtt["maximum"] + 1
+    with pytest.raises(ValueError, match=r"receiver.withhold.rtt_ms: Input should be less"):
+        parse_scenario(base)

@@ -431,6 +431,33 @@ def test_archive_round_trip(tmp_path: Path) -> None:
     )
 
 
+def test_a_runs_files_are_packed_for_its_artifacts(tmp_path: Path, trace: Path) -> None:
+    """The `opensand` backend keeps two zips with a run: the configuration as exported (it unpacks
+    and imports as an upload does, trace files included) and each entity's probes and logs."""
+    link = full_link(trace)
+    export_link(link, tmp_path / "os")
+    config = archive.pack_config(tmp_path / "os", tmp_path / "keep" / "opensand-config.zip")
+    with zipfile.ZipFile(config) as zf:
+        names = set(zf.namelist())
+    assert {"opensand-config/README.txt", "opensand-config/st/infrastructure.xml"} <= names
+    archive.unpack(config.read_bytes(), tmp_path / "in")
+    back = import_dir(archive.config_root(tmp_path / "in"))
+    assert file_contents(back.link, back.files) == file_contents(link, None)
+    # What the entities leave beside their configuration while they run.
+    for entity in ("gw", "sat", "st"):
+        (tmp_path / "os" / entity / "stats").mkdir()
+        (tmp_path / "os" / entity / "stats" / f"{entity}_0.csv").write_text("Date;x (dB)\n")
+        (tmp_path / "os" / entity / "opensand.log").write_text("started\n")
+    (tmp_path / "os" / "st" / "stats" / "st2.log").write_text("[st] logged on\n")
+    probes = archive.pack_probes(tmp_path / "os", ["gw", "st"], tmp_path / "keep" / "p.zip")
+    with zipfile.ZipFile(probes) as zf:
+        assert sorted(zf.namelist()) == [
+            "p/gw/opensand.log", "p/gw/stats/gw_0.csv",
+            "p/st/opensand.log", "p/st/stats/st2.log", "p/st/stats/st_0.csv",
+        ]  # fmt: skip
+        assert zf.read("p/st/stats/st2.log") == b"[st] logged on\n"
+
+
 # -- the backend --
 
 

@@ -9,12 +9,15 @@ import os
 import signal
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from satlab.link_backend import missing_binaries
+from satlab.opensand import archive
+from satlab.opensand.importer import import_dir
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.settings import STATE_ROOT
 from satlab.testbed.runner import run_one
@@ -42,7 +45,7 @@ LINK = {
 }
 
 
-def run(duration_s: float) -> dict[str, Any]:
+def run(duration_s: float, artifacts: Path | None = None) -> dict[str, Any]:
     sc = parse_scenario(
         {
             "name": "opensand-backend",
@@ -53,11 +56,11 @@ def run(duration_s: float) -> dict[str, Any]:
             "configurations": [{"name": "cubic", "transport": {"congestion_control": "cubic"}}],
         }
     )
-    return run_one(sc, expand_runs(sc)[0])
+    return run_one(sc, expand_runs(sc)[0], artifacts=artifacts)
 
 
-def test_a_tcp_download_crosses_opensand_at_its_modcod_and_delay() -> None:
-    res = run(8)
+def test_a_tcp_download_crosses_opensand_at_its_modcod_and_delay(tmp_path: Path) -> None:
+    res = run(8, tmp_path)
     assert res["status"] == "ok", res.get("error")
     fwd = [r for r in res["timeseries"]["link"] if r["direction"] == "forward"]
     modcods = [r["modcod"] for r in fwd if "modcod" in r]
@@ -72,6 +75,17 @@ def test_a_tcp_download_crosses_opensand_at_its_modcod_and_delay() -> None:
     entities = res["opensand"]["entities"]
     assert set(entities) == {"gw", "sat", "st"}
     assert all(e["user_s"] + e["system_s"] > 0 for e in entities.values())
+    # The run keeps its configuration, to run again elsewhere, and what the entities wrote.
+    arts = res["artifacts"]
+    assert set(arts) == {"opensand.config.zip", "opensand.probes.zip"}, arts
+    archive.unpack(Path(arts["opensand.config.zip"]).read_bytes(), tmp_path / "config")
+    back = import_dir(archive.config_root(tmp_path / "config")).link
+    assert back["forward"]["symbol_rate_baud"] == LINK["forward"]["symbol_rate_baud"]
+    with zipfile.ZipFile(arts["opensand.probes.zip"]) as zf:
+        names = zf.namelist()
+    for entity in ("gw", "sat", "st"):
+        assert f"opensand-probes/{entity}/opensand.log" in names, names
+        assert any(n.startswith(f"opensand-probes/{entity}/stats/") for n in names), names
 
 
 def _own_entities() -> dict[str, int]:

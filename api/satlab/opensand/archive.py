@@ -1,6 +1,8 @@
-"""Unpacking an uploaded OpenSAND configuration (a zip or a tar, optionally gzip/bzip2/xz
-compressed) into a directory, refusing anything that could escape or exhaust it: absolute paths,
-`..`, links, devices, too many members, members or a total over the limits."""
+"""OpenSAND configurations as archives. Unpacking an uploaded one (a zip or a tar, optionally
+gzip/bzip2/xz compressed) into a directory, refusing anything that could escape or exhaust it:
+absolute paths, `..`, links, devices, too many members, members or a total over the limits.
+Packing a run's (the `opensand` backend's) exported configuration and its entities' probes and logs
+into zips kept with the run: the configuration one unpacks (and imports) as an upload does."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from satlab.opensand.xmlsafe import OpenSandError
@@ -126,3 +129,30 @@ def config_root(dest: Path) -> Path:
     if len(entries) == 1 and entries[0].is_dir() and not (dest / "topology.xml").exists():
         return entries[0]
     return dest
+
+
+def pack(root: Path, files: Iterable[Path], dest: Path) -> Path:
+    """Writes `files` (under `root`) into the zip `dest`, each as DEST_STEM/its path under root:
+    one folder, as an unpacked download should be (config_root finds it)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted(files):
+            zf.write(f, f"{dest.stem}/{f.relative_to(root).as_posix()}")
+    return dest
+
+
+def pack_config(config: Path, dest: Path) -> Path:
+    """Every file of an exported configuration (satlab.opensand.exporter: each entity's XML, the
+    trace files they name, README.txt with what was not mapped), as exported."""
+    return pack(config, (p for p in config.rglob("*") if p.is_file()), dest)
+
+
+def pack_probes(run: Path, entities: Iterable[str], dest: Path) -> Path:
+    """What each entity of a run wrote: its local statistics and log (ENTITY/stats/, where
+    satlab.opensand.probes reads them) and its standard output and error (ENTITY/opensand.log)."""
+    files: list[Path] = []
+    for entity in entities:
+        d = run / entity
+        files += [p for p in (d / "stats").glob("*") if p.is_file()]
+        files += [p for p in (d / "opensand.log",) if p.is_file()]
+    return pack(run, files, dest)

@@ -23,10 +23,11 @@ testbed's teardown and its sweeper remove them with the rest.
 Every entity writes its probes locally (satlab.opensand.probes); `stop` reads them into link
 records (the forward MODCOD per statistics tick, the C/N, the throughput the terminal delivered),
 event counts per direction (Gate drops, FIFO losses, packets the gateway's GSE encapsulation
-refused) and each entity's CPU time and peak memory. The entities are killed on every path: by
-`close` (the runner's context), and by the kernel when the process that started them dies
-(PR_SET_PDEATHSIG), since no agent's process group holds them. They run without `-v`: OpenSAND's
-logging to stderr halves its throughput."""
+refused) and each entity's CPU time and peak memory. With an artifacts directory, the run keeps
+the configuration as exported and, at `stop`, the entities' probes and logs (two zips). The
+entities are killed on every path: by `close` (the runner's context), and by the kernel when the
+process that started them dies (PR_SET_PDEATHSIG), since no agent's process group holds them.
+They run without `-v`: OpenSAND's logging to stderr halves its throughput."""
 
 from __future__ import annotations
 
@@ -45,10 +46,11 @@ from typing import Any
 from pyroute2 import NetNS
 
 from satlab.link_backend import BackendUnavailable, opensand_binary
-from satlab.opensand import probes
+from satlab.opensand import archive, probes
 from satlab.opensand.exporter import FIRST_ST_ID, GW_ID, SAT_ID, export_link
 from satlab.opensand.xmlsafe import OpenSandError
 from satlab.testbed import topology
+from satlab.testbed.testbed import stop_processes
 
 ENTITIES = {"gw": GW_ID, "sat": SAT_ID, "st": FIRST_ST_ID}
 START_ORDER = ("sat", "gw", "st")  # the satellite first: the others log on through it
@@ -62,6 +64,11 @@ TERMINAL_MODCOD = "down_forward_modcod.received_modcod"
 TERMINAL_THROUGHPUT = "throughputs.l2_from_sat.total"
 TERMINAL_CN = "phy.total_cn"
 PR_SET_PDEATHSIG = 1
+# The run's artifacts (the result's `artifacts`, served as the run's other files are): the
+# exported configuration, to run again on one's own OpenSAND (or `satlab import opensand`), and
+# what the entities measured and logged.
+CONFIG_ARTIFACT = "opensand.config.zip"
+PROBES_ARTIFACT = "opensand.probes.zip"
 
 
 def namespace(tb_id: str, entity: str) -> str:
@@ -80,9 +87,19 @@ class OpenSandLink:
     """The entities of one run. Offers what the runner reads from the built-in emulator's
     telemetry (`records`, `event_counts`, `stop`) so the rest of a run is the same."""
 
-    def __init__(self, tb_id: str, tb_dir: Path, link: dict[str, Any], edges: dict[str, str]):
-        """`edges`: the MAC address of each edge's interface toward the link, by edge."""
+    def __init__(
+        self,
+        tb_id: str,
+        tb_dir: Path,
+        link: dict[str, Any],
+        edges: dict[str, str],
+        keep: Path | None = None,
+    ):
+        """`edges`: the MAC address of each edge's interface toward the link, by edge; `keep`:
+        where the run's OpenSAND files are kept (the run's artifacts directory), or None."""
         self.tb_id, self.dir, self.link, self.edges = tb_id, tb_dir / "opensand", link, edges
+        self.keep = keep
+        self.files: dict[str, Path] = {}  # the files kept, by artifact name
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.records: deque[dict[str, Any]] = deque()
         self.event_counts: Counter[str] = Counter()
@@ -96,6 +113,9 @@ class OpenSandLink:
             self.not_mapped = [n.setting for n in export_link(self.link, self.dir)]
         except OpenSandError as err:  # a trace file the exporter cannot read, ...
             raise BackendUnavailable(f"link.backend: opensand: {err}") from None
+        if self.keep is not None:  # as exported, before the testbed's MACs and storage go in
+            path = archive.pack_config(self.dir, self.keep / "opensand-config.zip")
+            self.files[CONFIG_ARTIFACT] = path
         for entity in ENTITIES:
             self._set_infrastructure(entity)
         self._wire()
@@ -216,18 +236,12 @@ class OpenSandLink:
         self.close()
         self.summary = {"entities": usage, "not_mapped": self.not_mapped}
         self._read_stats()
+        if self.keep is not None:
+            path = archive.pack_probes(self.dir, ENTITIES, self.keep / "opensand-probes.zip")
+            self.files[PROBES_ARTIFACT] = path
 
     def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(self.procs.values(), STOP_GRACE_S)
 
     def _read_stats(self) -> None:
         st = probes.read_stats(self.dir / "st" / "stats")
@@ -304,10 +318,10 @@ def edge_macs(tb_id: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def opensand_link(
-    link: dict[str, Any], tb_id: str, tb_dir: Path, kind: str
+    link: dict[str, Any], tb_id: str, tb_dir: Path, kind: str, keep: Path | None = None
 ) -> Iterator[OpenSandLink]:
     """The entities of a run on testbed `tb_id`, stopped and killed however the block ends (the
-    namespaces go with the testbed)."""
+    namespaces go with the testbed); their files are kept in `keep` when given."""
     binary = opensand_binary()
     if binary is None:
         raise BackendUnavailable("link.backend: opensand: the `opensand` binary is gone")
@@ -315,7 +329,7 @@ def opensand_link(
         raise BackendUnavailable(
             f"link.backend: opensand runs on the namespaces testbed only, not {kind!r}"
         )
-    os_link = OpenSandLink(tb_id, tb_dir, link, edge_macs(tb_id))
+    os_link = OpenSandLink(tb_id, tb_dir, link, edge_macs(tb_id), keep)
     try:
         os_link.start(binary)
         yield os_link

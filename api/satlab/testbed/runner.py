@@ -124,8 +124,17 @@ def udp_capacities(
     For an ACM link this is the current rate at the start of the traffic (t0), not the clear-sky
     one: a link that starts in clear sky gives its clear-sky rate; one that starts faded, the faded
     rate. The UDP rate then stays fixed for the run, so a fade makes the same background load a
-    larger share of the smaller capacity, as real background traffic would."""
-    wanted = {_LINK_DIRECTION[t.direction] for t in sc.traffic if getattr(t, "rate_share", None)}
+    larger share of the smaller capacity, as real background traffic would.
+
+    A link backend without a capacity figure (OpenSAND) refuses rate_share items here, naming the
+    first."""
+    shares = [i for i, t in enumerate(sc.traffic) if getattr(t, "rate_share", None) is not None]
+    if shares and isinstance(telemetry, OpenSandLink):  # its records carry no useful_rate_bps
+        raise BackendUnavailable(
+            f"traffic.{shares[0]}.rate_share: the link's capacity is the built-in emulator's "
+            "status, which OpenSAND does not give: use rate_bps with link.backend: opensand"
+        )
+    wanted = {_LINK_DIRECTION[sc.traffic[i].direction] for i in shares}
     rates: dict[str, float] = {}
     deadline = time.monotonic() + timeout_s
     while wanted - rates.keys():
@@ -233,7 +242,7 @@ def run_one(
             create_testbed(
                 sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gw, hops.cross_hosts(sc)
             ) as tb,
-            _opensand_entities(sc, spec, tb) as satlink,
+            _opensand_entities(spec, tb, artifacts) as satlink,
         ):
             result["testbed_id"] = tb.id
             progress = progress or (lambda f, m: None)
@@ -288,18 +297,13 @@ class _Stopped:
 
 
 def _opensand_entities(
-    sc: Scenario, spec: RunSpec, tb: Testbed
+    spec: RunSpec, tb: Testbed, artifacts: Path | None
 ) -> contextlib.AbstractContextManager[OpenSandLink | None]:
-    """OpenSAND's entities as the link (`link.backend: opensand`), ended with the run."""
+    """OpenSAND's entities as the link (`link.backend: opensand`), ended with the run; their
+    configuration, probes and logs are kept in `artifacts`."""
     if backend_of(spec.link) != "opensand":
         return contextlib.nullcontext()
-    for i, t in enumerate(sc.traffic):
-        if getattr(t, "rate_share", None) is not None:  # udp_capacities reads the emulator's
-            raise BackendUnavailable(
-                f"traffic.{i}.rate_share: the link's capacity is the built-in emulator's status, "
-                "which OpenSAND does not give: use rate_bps with link.backend: opensand"
-            )
-    return opensand_link(spec.link, tb.id, tb.dir, testbed_kind())
+    return opensand_link(spec.link, tb.id, tb.dir, testbed_kind(), artifacts)
 
 
 def _execute(
@@ -337,11 +341,7 @@ def _execute(
             r: _counter_diff(run.netstat_before[r], stopped.netstat_after[r]) for r in run.hosts
         },
         "link_events": dict(run.telemetry.event_counts),
-        "artifacts": {
-            f"pcap.{role}": str(path)
-            for role, path in run.pcaps.items()
-            if f"pcap.{role}" not in out.get("artifacts_skipped", {})
-        },
+        "artifacts": _artifacts(run, out.get("artifacts_skipped", {})),
         "timeseries": {
             "tcp": [
                 {**s, "t": round(s["t"] - t0, 4), "host": r}
@@ -514,6 +514,15 @@ def _component_records(tb: Testbed, run: _Started, stopped: _Stopped) -> dict[st
     if skipped:
         out["artifacts_skipped"] = skipped
     return out
+
+
+def _artifacts(run: _Started, skipped: dict[str, str]) -> dict[str, str]:
+    """The run's files kept with its result, by name: each host's capture (but those `skipped`)
+    and, for an OpenSAND link, its exported configuration and its entities' probes and logs."""
+    files = {f"pcap.{role}": path for role, path in run.pcaps.items()}
+    if isinstance(run.telemetry, OpenSandLink):
+        files.update(run.telemetry.files)
+    return {name: str(path) for name, path in files.items() if name not in skipped}
 
 
 def ern_ports(sc: Scenario, conf: Configuration) -> list[int]:

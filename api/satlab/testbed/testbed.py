@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,10 +31,27 @@ AGENT_START_TIMEOUT_S = 10.0
 # of many boxes (terrestrial hops add routers, hop emulators and cross hosts) gets more time. An
 # agent that dies is seen at once (poll), so a generous bound only waits for one that hangs.
 AGENT_START_PER_BOX_S = 2.0
+AGENT_STOP_GRACE_S = 5.0
 
 
 class TestbedError(RuntimeError):
     pass
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM every process still running, wait up to `grace_s` for all of them together, then
+    SIGKILL the ones still there. Each is reaped, so none is left a zombie."""
+    procs = list(procs)
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def _alive(pid: int) -> bool:
@@ -155,16 +173,7 @@ class Testbed:
         self.close()
 
     def close(self) -> None:
-        for p in self.agent_procs.values():
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + 5
-        for p in self.agent_procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(self.agent_procs.values(), AGENT_STOP_GRACE_S)
         for p in self.agent_procs.values():
             kill_agent_group(p.pid)
         topology.teardown(self.id)

@@ -9,12 +9,10 @@ carry `--queue-bypass`, so nothing stalls if it dies, and the namespace goes wit
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from satlab.agent.requests import ProcessStart
-
-if TYPE_CHECKING:
-    from satlab.scenario import Withhold
+from satlab.records.withhold import Withhold
 
 PROCESS_ID = "withhold"
 
@@ -24,6 +22,9 @@ class WithholdError(RuntimeError):
 
 
 def args(w: Withhold, ports: list[int]) -> list[str]:
+    """The receiver's flags for a scenario's settings (the settings type is the binary's own,
+    records/withhold.py). Flags, not its --config file: an agent on a leased hardware box cannot
+    read a file in the orchestrator's testbed directory."""
     out = [
         "--immediate-dupacks",
         str(w.immediate_dupacks),

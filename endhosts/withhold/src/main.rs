@@ -6,52 +6,93 @@
 //! so that packets pass untouched if the program is gone. On SIGTERM/SIGINT everything held is
 //! let out and the counters are printed as one JSON line (the last line of stdout).
 //!
-//! Usage: `satlab-withhold --help`.
+//! Usage: `satlab-withhold --help`; its settings come as flags or as a JSON file (`--config`,
+//! config.rs; `--print-schema` prints the file's JSON Schema).
 
+mod config;
 mod logic;
 mod tcp;
 
+use binkit::exit::OrExit;
+use config::{Config, Withhold, HISTORY_EPISODES, IAT_WEIGHT, IMMEDIATE_DUPACKS};
+use config::{INITIAL_THRESHOLD_PACKETS, RTT_MS};
 use logic::{Counters, Flow, Params, Verdict};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// Command line (clap): the ranges are checked here; a usage error exits 2.
+/// The name errors start with.
+const PROGRAM: &str = "satlab-withhold";
+
+/// Command line (clap): a JSON file (`--config`) or the flags, which say the same (config.rs has
+/// the ranges of both); a usage error or an invalid file exits 2.
 #[derive(clap::Parser)]
 #[command(version, about)]
 struct Cli {
+    /// The configuration as a JSON file, instead of the flags below (its schema: --print-schema)
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = SETTING_FLAGS)]
+    config: Option<PathBuf>,
+    /// Check the configuration, print it as JSON and exit
+    #[arg(long)]
+    check: bool,
+    /// Print the configuration file's JSON Schema and exit
+    #[arg(long)]
+    print_schema: bool,
     /// A receiving TCP port whose flows are withheld (repeat for more)
-    #[arg(long = "port", required = true, value_name = "P",
+    #[arg(long = "port", value_name = "P",
+          required_unless_present_any = ["config", "print_schema"],
           value_parser = clap::value_parser!(u16).range(1..))]
     ports: Vec<u16>,
     /// NFQUEUE number for the outgoing ACKs
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = config::DEFAULT_QUEUE_OUT)]
     queue_out: u16,
     /// NFQUEUE number for the incoming data
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = config::DEFAULT_QUEUE_IN)]
     queue_in: u16,
     /// DupACKs let through at once per reordering episode (0-2)
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=2))]
+    #[arg(long, default_value_t = Withhold::default().immediate_dupacks,
+          value_parser = clap::value_parser!(u32).range(range(&IMMEDIATE_DUPACKS)))]
     immediate_dupacks: u32,
     /// Reordering episodes remembered (1-1024)
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = Withhold::default().history_episodes,
+          value_parser = clap::value_parser!(u32).range(range(&HISTORY_EPISODES)))]
     history: u32,
     /// EWMA weight of the inter-arrival time (0.001-1)
-    #[arg(long, default_value_t = 0.125, value_parser = |v: &str| number_in(v, 1e-3, 1.0))]
+    #[arg(long, default_value_t = Withhold::default().iat_weight,
+          value_parser = |v: &str| number_in(v, &IAT_WEIGHT))]
     iat_weight: f64,
     /// Initial dupACK threshold, packets (1-10000)
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = Withhold::default().initial_threshold_packets,
+          value_parser = clap::value_parser!(u32).range(range(&INITIAL_THRESHOLD_PACKETS)))]
     initial_threshold: u32,
     /// Round-trip time, ms (1-60000)
-    #[arg(long, default_value_t = 600.0, value_parser = |v: &str| number_in(v, 1.0, 60_000.0))]
+    #[arg(long, default_value_t = Withhold::default().rtt_ms,
+          value_parser = |v: &str| number_in(v, &RTT_MS))]
     rtt_ms: f64,
 }
 
-fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+/// The flags `--config` replaces (clap's ids: the fields' names).
+const SETTING_FLAGS: [&str; 8] = [
+    "ports",
+    "queue_out",
+    "queue_in",
+    "immediate_dupacks",
+    "history",
+    "iat_weight",
+    "initial_threshold",
+    "rtt_ms",
+];
+
+fn range(b: &config::Bound<u32>) -> std::ops::RangeInclusive<i64> {
+    i64::from(b.lo)..=i64::from(b.hi)
+}
+
+fn number_in(v: &str, b: &config::Bound<f64>) -> Result<f64, String> {
     let x: f64 = v.parse().map_err(|_| format!("{v:?} is not a number"))?;
-    if !(lo..=hi).contains(&x) {
-        return Err(format!("{v} is out of [{lo}, {hi}]"));
+    if !(b.lo..=b.hi).contains(&x) {
+        return Err(format!("{v} is out of [{}, {}]", b.lo, b.hi));
     }
     Ok(x)
 }
@@ -63,25 +104,53 @@ struct Args {
     params: Params,
 }
 
+impl Cli {
+    /// The configuration the flags give (clap has checked each range).
+    fn flags_config(&self) -> Config {
+        if self.queue_in == self.queue_out {
+            let e = "--queue-in: must differ from --queue-out";
+            <Cli as clap::CommandFactory>::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, e)
+                .exit();
+        }
+        Config {
+            ports: self.ports.clone(),
+            queue_out: self.queue_out,
+            queue_in: self.queue_in,
+            withhold: Withhold {
+                immediate_dupacks: self.immediate_dupacks,
+                history_episodes: self.history,
+                iat_weight: self.iat_weight,
+                initial_threshold_packets: self.initial_threshold,
+                rtt_ms: self.rtt_ms,
+            },
+        }
+    }
+}
+
+/// The run's arguments, from the file or the flags; `--print-schema` and `--check` end here.
 fn parse_args() -> Args {
     let c: Cli = clap::Parser::parse();
-    if c.queue_in == c.queue_out {
-        let e = "--queue-in: must differ from --queue-out";
-        <Cli as clap::CommandFactory>::command()
-            .error(clap::error::ErrorKind::ArgumentConflict, e)
-            .exit();
+    if c.print_schema {
+        println!("{}", binkit::schema::pretty::<Config>());
+        std::process::exit(0);
+    }
+    let cfg = match &c.config {
+        Some(path) => Config::from_json_file(path).or_exit(PROGRAM, 2),
+        None => c.flags_config(),
+    };
+    if c.check {
+        println!(
+            "{}",
+            serde_json::to_string(&cfg).expect("a configuration serializes")
+        );
+        std::process::exit(0);
     }
     Args {
-        ports: c.ports,
-        queue_out: c.queue_out,
-        queue_in: c.queue_in,
-        params: Params {
-            immediate_dupacks: c.immediate_dupacks,
-            history: c.history as usize,
-            iat_weight: c.iat_weight,
-            initial_threshold: c.initial_threshold,
-            rtt_ns: (c.rtt_ms * 1e6) as u64,
-        },
+        params: cfg.withhold.params(),
+        ports: cfg.ports,
+        queue_out: cfg.queue_out,
+        queue_in: cfg.queue_in,
     }
 }
 
@@ -348,7 +417,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("satlab-withhold: {e}");
+            eprintln!("{PROGRAM}: {e}");
             ExitCode::FAILURE
         }
     }
