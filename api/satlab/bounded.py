@@ -1,6 +1,7 @@
 """Programs run on request data with a time and an address-space limit: the emulator's
 configuration check (satlab.linkcheck.check_link) and the link model's answers
-(satlab.linkmodel). Standard library only, so any layer may use it."""
+(satlab.linkmodel); and programs stopped within a grace time (a testbed's agents, an emulator
+box's OpenSAND entities). Standard library only, so any layer may use it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import os
 import resource
 import signal
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 
 
 class BoundedRunError(RuntimeError):
@@ -63,3 +65,19 @@ def exit_reason(returncode: int, memory_bytes: int) -> str:
             f"(its address space is limited to {memory_bytes} bytes)"
         )
     return f"exited {returncode}"
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM every process still running, wait up to `grace_s` for all of them together, then
+    SIGKILL the ones still there. Each is reaped, so none is left a zombie."""
+    procs = list(procs)
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -29,7 +29,7 @@ from satlab import remote_cli, toolkit_cli
 from satlab.agent import tlsca
 from satlab.ci_verdicts import print_verdicts
 from satlab.expectations import point_label
-from satlab.link_backend import BackendUnavailable, require_backend
+from satlab.link_backend import BackendUnavailable, check_before_testbed
 from satlab.linkcheck import LinkConfigError, check_link
 from satlab.opensand import cli as opensand_cli
 from satlab.phy import command as phy_command
@@ -78,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     links = [json.loads(x) for x in {json.dumps(r.link, sort_keys=True) for r in runs}]
     try:
         for link in links:
-            require_backend(link)
+            check_before_testbed(link)
     except BackendUnavailable as err:
         console.print(f"[red]scenario {args.scenario}:[/red] {err}")
         return 2

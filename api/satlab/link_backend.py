@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from satlab.settings import testbed_kind
+
 BACKENDS = ("satlab", "opensand")
 # The OpenSAND 8 entity binary (gateway, satellite and terminal are one program, `opensand -i
 # infrastructure.xml -t topology.xml -p profile.xml`), from CNES's Debian package `opensand`.
@@ -72,3 +74,12 @@ def require_backend(link: dict[str, Any]) -> None:
         raise BackendUnavailable(
             f"link.backend: opensand needs {', '.join(missing)}{where}; " + INSTALL_HINT
         )
+
+
+def check_before_testbed(link: dict[str, Any]) -> None:
+    """require_backend where the run's emulator box is this machine (a namespace testbed), so a
+    missing OpenSAND fails the run before anything is built. A compose or hardware emulator box
+    has binaries of its own: its agent runs require_backend when the link starts
+    (satlab.agent.opensandbox), and the run fails there, naming what the box lacks."""
+    if testbed_kind() == "namespaces":
+        require_backend(link)

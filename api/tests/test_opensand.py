@@ -562,7 +562,7 @@ def test_cli_import_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_export_for_the_compose_profile(tmp_path: Path, trace: Path) -> None:
-    """The layout and absolute trace paths docker/opensand/opensand-link reads (/etc/opensand)."""
+    """The layout and absolute trace paths for a machine that keeps it in /etc/opensand."""
     link = full_link(trace)
     export_link(link, tmp_path / "os", files_at="/etc/opensand")
     for f in ("topology.xml", "gw/infrastructure.xml", "gw/profile.xml", "sat/infrastructure.xml",

@@ -165,6 +165,13 @@ static __always_inline int draw_congestion(struct sock *sk)
 		cong = Q16_ONE - cong;	/* 1 - p: how often each cause loses a packet */
 		corr = Q16_ONE - corr;
 	}
+	/*
+	 * The values are those of the ACK that starts recovery, which answers the third segment
+	 * after the lost one (RACK / three SACKed segments): with the report's alpha of 0.5 the
+	 * edge stamps segment j after a lost packet with 1 - 2^-j, so that ACK reads 0.875 (less
+	 * after a burst); segments from the 17th on read 1.0 (0xffff) again. A loss found later
+	 * (an RTO) sees 1.0 for both causes and takes the standard response below.
+	 */
 	if (cong + corr == 0)
 		return 1;	/* no evidence of either cause: the standard response */
 	return bpf_get_prandom_u32() % (cong + corr) < cong;

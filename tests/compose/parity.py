@@ -24,6 +24,7 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,8 @@ def by_configuration(results: list[dict[str, Any]]) -> dict[str, list[dict[str, 
 
 
 def container_results(api: Any, scenario: str, timeout_s: float) -> list[dict[str, Any]]:
-    """Submits the scenario through the API and returns each finished run's result."""
+    """Submits the scenario through the API and returns each finished run's result (with its
+    configuration and run_id)."""
     sc = api.call("POST", "/api/scenarios/import", scenario.encode(), "application/yaml")
     body = json.dumps({"scenario_id": sc["id"]}).encode()
     exp = api.call("POST", "/api/experiments", body, "application/json")["experiment"]
@@ -136,8 +138,30 @@ def container_results(api: Any, scenario: str, timeout_s: float) -> list[dict[st
             detail = api.call("GET", f"/api/runs/{r['id']}")
             raise ValueError(f"run {r['id']} ({r['configuration']}): {detail.get('error')}")
         doc = api.call("GET", f"/api/runs/{r['id']}/result")
-        out.append({**doc, "configuration": r["configuration"]})
+        out.append({**doc, "configuration": r["configuration"], "run_id": r["id"]})
     return out
+
+
+def check_command(
+    description: str, scenario: str, check: Callable[[Any, dict[str, Any]], None], timeout_s: float
+) -> None:
+    """The command line of a compose check, `URL TOKEN [--timeout S]`: runs `scenario` through
+    the API and hands each finished run's result to `check` (with the API client); exits 1 with
+    the reason when a run fails or a check raises."""
+    from check_experiment import Api, Fail  # this directory: the smoke test's REST client
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("url")
+    ap.add_argument("token")
+    ap.add_argument("--timeout", type=float, default=timeout_s, help="seconds for the experiment")
+    args = ap.parse_args()
+    api = Api(args.url, args.token)
+    try:
+        for doc in container_results(api, scenario, args.timeout):
+            check(api, doc)
+    except (Fail, ValueError, TimeoutError) as exc:
+        print(f"    FAILED: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 def main() -> int:

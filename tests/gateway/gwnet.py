@@ -41,6 +41,7 @@ import netns as netns_util  # noqa: E402
 from checksum import inet_checksum  # noqa: E402
 from emuconfig import deep_merge  # noqa: E402
 
+from satlab.agent import namespaces  # noqa: E402
 from satlab.testbed import testbed, topology  # noqa: E402
 from satlab.testbed.testbed import Testbed  # noqa: E402
 from satlab.testbed.topology import socket_in_netns  # noqa: E402
@@ -49,9 +50,9 @@ REPO = Path(__file__).resolve().parents[2]
 EMULATOR_BIN = REPO / "target" / "release" / "satlab-emulator"
 GATEWAY_BIN = REPO / "target" / "release" / "satlab-gateway"
 
-SRV, GW_LAN = f"{topology.SERVER_NET}.11", f"{topology.SERVER_NET}.1"
-GW_SAT, ST_SAT = f"{topology.SAT_NET}.1", f"{topology.SAT_NET}.2"
-ST_LAN, CLI = f"{topology.CLIENT_NET}.1", f"{topology.CLIENT_NET}.11"
+SRV, GW_LAN = f"{namespaces.SERVER_NET}.11", f"{namespaces.SERVER_NET}.1"
+GW_SAT, ST_SAT = f"{namespaces.SAT_NET}.1", f"{namespaces.SAT_NET}.2"
+ST_LAN, CLI = f"{namespaces.CLIENT_NET}.1", f"{namespaces.CLIENT_NET}.11"
 QUIET_SYSCTLS = (
     "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
     " net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0"

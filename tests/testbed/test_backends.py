@@ -55,7 +55,8 @@ def test_container_testbed_names_the_missing_boxes(
     too_many = backend.create_testbed(servers=2, clients=1)
     with pytest.raises(RefusedError, match=r"hosts: .* needs \['srv2'\]"):
         too_many.__enter__()
-    with pytest.raises(RefusedError, match="path.terrestrial"):
+    # terrestrial hops need the `hops` box (satlab.agent.hopbox), named when it is missing
+    with pytest.raises(RefusedError, match=r"^path\.terrestrial: .* no `hops` box"):
         backend.create_testbed(hops=[1]).__enter__()
 
 
@@ -135,3 +136,56 @@ def test_the_agent_relays_http_only_to_the_boxs_own_programs() -> None:
             tb.agent("emu", "POST", "/http", {"port": 22, "method": "GET", "path": "/"})
         with pytest.raises(AgentError, match="502.*emulator"):
             tb.agent("emu", "POST", "/http", {"port": 8781, "method": "GET", "path": "/status"})
+
+
+def test_addressing_sets_mtu_addresses_and_routes_and_is_undone() -> None:
+    """POST /addressing, what a compose box gets per run (the run's MTU; the gw edge moved behind
+    terrestrial hops): tried on a namespace box's eth0, then the box's own wiring again. A box
+    that is not the compose `hops` box refuses POST /hops by name."""
+    with Testbed() as tb:
+        assert tb.topo is not None
+        ns, gw = tb.topo.ns("cli1"), tb.topo.boxes["cli1"].lan_gateway
+        own = f"{tb.topo.address('cli1')}/24"
+        moved: dict[str, Any] = {
+            "mtu": 1000,
+            "addresses": ["10.250.99.2/24"],
+            "routes": [["10.250.98.0/24", "10.250.99.1"]],
+        }
+        tb.agent("cli1", "POST", "/addressing", {"interfaces": {"eth0": moved}})
+        link = _ip(ns, "addr", "show", "dev", "eth0")[0]
+        assert link["mtu"] == 1000
+        assert [a["local"] for a in link["addr_info"] if a["family"] == "inet"] == ["10.250.99.2"]
+        routes = {r["dst"]: r.get("gateway") for r in _ip(ns, "-4", "route", "show")}
+        assert routes == {"10.250.98.0/24": "10.250.99.1", "10.250.99.0/24": None}  # default gone
+        back = {"mtu": 1500, "addresses": [own], "routes": [["default", gw]]}
+        tb.agent("cli1", "POST", "/addressing", {"interfaces": {"eth0": back}})
+        assert _ip(ns, "route", "show", "default")[0]["gateway"] == gw
+        assert _ip(ns, "link", "show", "dev", "eth0")[0]["mtu"] == 1500
+        with pytest.raises(AgentError, match="400.*no 'nope'"):
+            tb.agent("cli1", "POST", "/addressing", {"interfaces": {"nope": {"mtu": 1500}}})
+        with pytest.raises(AgentError, match="409.*hops: box cli1 is no hop box"):
+            tb.agent("cli1", "POST", "/hops", {"hops": [1], "mtu": 1500})
+
+
+def test_the_compose_edges_plan_is_the_namespace_testbeds_wiring() -> None:
+    """containers.box_plans, what the gw and st boxes get for a run with hops, is what
+    topology.build wires at a namespace testbed's edges: the same addresses and the same routes
+    (the interfaces are named apart: the compose gw's hopup/hoplan are a namespace gw's up/lan)."""
+    plans = containers.box_plans(2, servers=1, clients=1, mtu=1500)
+    with Testbed(hops=[1, 0]) as tb:
+        assert tb.topo is not None
+        for edge in ("gw", "st"):
+            ns = tb.topo.ns(edge)
+            have = {
+                f"{a['local']}/{a['prefixlen']}"
+                for link in _ip(ns, "-4", "addr", "show")
+                for a in link["addr_info"]
+                if link["ifname"] not in ("lo", "sat0")
+            }
+            routes = {(r["dst"], r["gateway"]) for r in _ip(ns, "-4", "route") if "gateway" in r}
+            plan = plans[edge]["interfaces"]
+            if edge == "gw":  # st keeps the compose file's addresses: only routes are planned
+                assert have == {a for p in plan.values() for a in p.get("addresses", [])}
+            planned = {(d, g) for p in plan.values() for d, g in p.get("routes", [])}
+            compose = {("10.250.3.0/24", "10.250.2.2")} if edge == "gw" else set()
+            assert routes == planned | compose, edge

@@ -12,11 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from satlab.scenario import expand_runs, parse_scenario
-from satlab.testbed import backend, containers, hops, topology
-from satlab.testbed import testbed as testbed_module
+from satlab.testbed import hops, topology
 from satlab.testbed.runner import emulator_config, run_one
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import STATE_ROOT, Testbed, sweep
@@ -201,14 +198,3 @@ def test_sweeper_removes_the_hops_of_a_killed_owner(emulator_bin: Path) -> None:
     while _processes_of(tid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _processes_of(tid)
-
-
-def test_the_compose_testbed_refuses_hops_naming_the_field(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("SATLAB_TESTBED", "containers")
-    monkeypatch.setattr(containers, "BOXES", tmp_path)
-    with pytest.raises(
-        testbed_module.TestbedError, match=r"^path\.terrestrial: the compose testbed"
-    ):
-        backend.create_testbed(hops=[0]).__enter__()

@@ -1,20 +1,26 @@
 """The `opensand` link backend on a real OpenSAND 8 (satlab.testbed.opensand): a short TCP download
-across OpenSAND's gateway, satellite and terminal entities, its MODCOD and its delay.
+across OpenSAND's gateway, satellite and terminal entities, its MODCOD and its delay; and the
+emulator box's agent, which starts them (satlab.agent.opensandbox), refusing in a box without
+OpenSAND.
 
 OpenSAND is not in the package registries CI reaches: without its binary (on PATH, or under
-SATLAB_OPENSAND_PREFIX) these tests skip, naming it."""
+SATLAB_OPENSAND_PREFIX) the tests of a real OpenSAND skip, naming it."""
 
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from satlab.agent.unixhttp import AgentError, request
 from satlab.link_backend import missing_binaries
 from satlab.opensand import archive
 from satlab.opensand.importer import import_dir
@@ -23,7 +29,7 @@ from satlab.settings import STATE_ROOT
 from satlab.testbed.runner import run_one
 
 MISSING = missing_binaries()
-pytestmark = pytest.mark.skipif(
+needs_opensand = pytest.mark.skipif(
     bool(MISSING),
     reason=f"OpenSAND 8 not installed: {', '.join(MISSING)} not found "
     "(on PATH, or under SATLAB_OPENSAND_PREFIX)",
@@ -59,6 +65,7 @@ def run(duration_s: float, artifacts: Path | None = None) -> dict[str, Any]:
     return run_one(sc, expand_runs(sc)[0], artifacts=artifacts)
 
 
+@needs_opensand
 def test_a_tcp_download_crosses_opensand_at_its_modcod_and_delay(tmp_path: Path) -> None:
     res = run(8, tmp_path)
     assert res["status"] == "ok", res.get("error")
@@ -108,6 +115,7 @@ def _own_entities() -> dict[str, int]:
     return found
 
 
+@needs_opensand
 def test_an_entity_that_dies_fails_the_run_and_nothing_is_left() -> None:
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.update(run(20)))
@@ -124,6 +132,7 @@ def test_an_entity_that_dies_fails_the_run_and_nothing_is_left() -> None:
     assert not _own_entities(), "entities outlived the run"
 
 
+@needs_opensand
 def test_rate_share_traffic_is_refused_naming_the_field() -> None:
     """A UDP load given as a share of the capacity needs the built-in emulator's status."""
     sc = parse_scenario(
@@ -138,3 +147,34 @@ def test_rate_share_traffic_is_refused_naming_the_field() -> None:
     res = run_one(sc, expand_runs(sc)[0])
     assert res["status"] == "failed"
     assert res["error"].startswith("traffic.0.rate_share: "), res["error"]
+
+
+@pytest.fixture
+def bare_agent(tmp_path: Path) -> Iterator[str]:
+    """A host agent in a network namespace of its own (only `lo`) whose OpenSAND prefix holds no
+    OpenSAND, as a compose emu box without docker/opensand/compose.yml; its socket's path."""
+    sock = tmp_path / "emu.sock"
+    env = {**os.environ, "SATLAB_OPENSAND_PREFIX": str(tmp_path / "none")}
+    argv = ["unshare", "--net", "--", sys.executable, "-m", "satlab.agent.server"]
+    agent = subprocess.Popen([*argv, "--socket", str(sock), "--name", "emu"], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and agent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield str(sock)
+    finally:
+        agent.terminate()
+        agent.wait(10)
+
+
+def test_a_box_without_opensand_refuses_naming_the_binary(bare_agent: str, tmp_path: Path) -> None:
+    names = {e: f"sl0test-os{e}" for e in ("gw", "sat", "st")}
+    with pytest.raises(AgentError) as err:
+        request(bare_agent, "POST", "/opensand", {"dir": str(tmp_path), "namespaces": names})
+    assert f"409 box emu: link.backend: opensand needs {tmp_path}/none/bin/opensand" in str(
+        err.value
+    )
+    # nothing started, nothing wired: telling and stopping answer all the same
+    assert request(bare_agent, "GET", "/opensand") == {"exit_codes": {}}
+    assert request(bare_agent, "DELETE", "/opensand") == {"usage": {}}
+    assert request(bare_agent, "GET", "/macs") == {"lo": "00:00:00:00:00:00"}

@@ -19,3 +19,28 @@ class SamplingStart(TypedDict):
 
     period_ms: int
     ports: list[int]
+
+
+class InterfacePlan(TypedDict):
+    """One interface's MTU, IPv4 addresses ("a.b.c.d/len") and routes through a gateway
+    ([destination, gateway]: exactly these, the others of the interface go); each left as it is
+    when absent."""
+
+    mtu: NotRequired[int]
+    addresses: NotRequired[list[str]]
+    routes: NotRequired[list[list[str]]]
+
+
+class Addressing(TypedDict):
+    """POST /addressing: re-wire a box that outlives runs, by interface: the run's MTU, and a
+    compose edge moved behind the terrestrial hops of a run and back."""
+
+    interfaces: dict[str, InterfacePlan]
+
+
+class HopsBuild(TypedDict):
+    """POST /hops (the compose `hops` box): build a run's terrestrial hops, the cross hosts at
+    each end of each (satlab.agent.hopbox); an empty list removes what is there."""
+
+    hops: list[int]
+    mtu: int

@@ -11,6 +11,12 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket, or TLS over TCP):
                                     of this box on 127.0.0.1 (their ports only)
   POST /splice {interface, inside, outside}  a veth bump in an interface (the edge gateway's
                                     ports on a container box); POST /unsplice undoes it
+  POST /addressing {interfaces}     set interfaces' MTU, IPv4 addresses and gateway routes (a
+                                    container box: the run's MTU; an edge moved behind a run's
+                                    terrestrial hops, and back)
+  POST /hops {hops, mtu}            the compose `hops` box: build a run's routers, hop emulators
+                                    and cross hosts as namespaces, each with its own agent
+                                    (satlab.agent.hopbox); {hops: []} removes them
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
@@ -28,9 +34,14 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket, or TLS over TCP):
   GET  /sampling/latest             the newest sample of each connection (live views)
   GET  /netstat                     TCP counters of this namespace (/proc/net/netstat, snmp)
   GET  /addresses                   IPv4 addresses by interface (a hardware box's data address)
+  GET  /macs                        MAC address by interface (an edge's: OpenSAND's Ethernet mode)
+  POST /opensand {dir, namespaces}  the emulator box: wire OpenSAND's gateway, satellite and
+                                    terminal in namespaces and start them
+                                    (satlab.agent.opensandbox); GET /opensand their exit codes;
+                                    DELETE /opensand stop them, unwire, answer their CPU and memory
 Only these programs run: the project's traffic generator, emulator, gateway, PEP, scheme loader
-and withholding receiver, tcpdump, ethtool and fixed `ip` steps, so an agent on a physical host
-is no remote shell.
+and withholding receiver, OpenSAND's entity program, tcpdump, ethtool and fixed `ip` steps, so
+an agent on a physical host is no remote shell.
 """
 
 from __future__ import annotations
@@ -51,9 +62,14 @@ from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
+from pyroute2 import NetlinkError
+
 from satlab.agent import tcpinfo, tlshttp
 from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
+from satlab.agent.hopbox import HopBox
+from satlab.agent.opensandbox import OpenSandBox
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
+from satlab.link_backend import BackendUnavailable
 from satlab.settings import (
     EMULATOR_BIN,
     EMULATOR_CONTROL_LISTEN,
@@ -180,10 +196,11 @@ def _ip_json(*args: str) -> list[dict[str, Any]]:
 
 def _ip_state(iface: str) -> tuple[list[str], list[list[str]], int]:
     """An interface's IPv4 addresses (a/len), its routes through a gateway, and its MTU."""
-    links = _ip_json("-4", "addr", "show", "dev", iface)
+    links = _ip_json("addr", "show", "dev", iface)  # (with -4, one without IPv4 is not listed)
     if not links:
         raise ValueError(f"interface: no {iface!r} in this box")
-    addrs = [f"{a['local']}/{a['prefixlen']}" for a in links[0].get("addr_info", [])]
+    addr_info = [a for a in links[0].get("addr_info", []) if a.get("family") == "inet"]
+    addrs = [f"{a['local']}/{a['prefixlen']}" for a in addr_info]
     routes = [
         [r["dst"], "via", r["gateway"]]
         for r in _ip_json("-4", "route", "show", "dev", iface)
@@ -201,12 +218,16 @@ def _ip_steps(steps: list[list[str]], done: dict[str, Any]) -> tuple[int, Any]:
 
 
 class Agent:
-    def __init__(self, name: str, workdir: Path) -> None:
+    def __init__(self, name: str, workdir: Path, hop_box: bool = False) -> None:
         self.name = name
         self.workdir = workdir
         self.procs: dict[str, Managed] = {}
         self.sampler: Sampler | None = None
         self.lock = threading.Lock()
+        # Only the compose `hops` box makes namespaces for a run (--hop-box); sub-agents'
+        # sockets go beside this agent's.
+        self.hop_box = HopBox(workdir.parent, workdir) if hop_box else None
+        self.opensand = OpenSandBox()  # holds nothing until a run asks (POST /opensand)
 
     # -- handlers: each returns (status, body) --
     def health(self) -> tuple[int, Any]:
@@ -226,6 +247,26 @@ class Agent:
             link["ifname"]: [a["local"] for a in link.get("addr_info", [])]
             for link in json.loads(r.stdout)
         }
+
+    def macs(self) -> tuple[int, Any]:
+        """The MAC address of each interface (OpenSAND's Ethernet mode forwards by MAC)."""
+        return 200, {link["ifname"]: link.get("address") for link in _ip_json("link", "show")}
+
+    def opensand_link(self, method: str, body: Any) -> tuple[int, Any]:
+        """OpenSAND's entities in this box (satlab.agent.opensandbox): POST starts, GET
+        tells, DELETE stops. A box without OpenSAND answers 409 naming the missing binary."""
+        with self.lock:
+            if method == "GET":
+                return 200, self.opensand.status()
+            if method == "DELETE":
+                return 200, self.opensand.teardown()
+            names = {str(k): str(v) for k, v in body["namespaces"].items()}
+            try:
+                return 201, self.opensand.build(Path(body["dir"]), names)
+            except BackendUnavailable as exc:
+                return 409, {"error": f"box {self.name}: {exc}"}
+            except (OSError, NetlinkError) as exc:
+                return 500, {"error": f"opensand: {exc}"}
 
     def sysctl(self, body: dict[str, Any]) -> tuple[int, Any]:
         applied, failed = {}, {}
@@ -312,6 +353,9 @@ class Agent:
             ["link", "set", iface, "down"],
             ["link", "set", iface, "name", outside],
             ["-4", "addr", "flush", "dev", outside],
+            # a wire, not a router port: answering ARP on it would draw the far edge's frames past
+            # the bump (topology.build does the same for a namespace testbed)
+            ["link", "set", outside, "arp", "off"],
             ["link", "set", outside, "up"],
             ["link", "add", iface, "mtu", str(mtu), "type", "veth", "peer", "name", inside],
             ["link", "set", inside, "mtu", str(mtu), "up"],
@@ -333,12 +377,45 @@ class Agent:
             ["link", "del", iface],  # and its peer
             ["link", "set", outside, "down"],
             ["link", "set", outside, "name", iface],
+            ["link", "set", iface, "arp", "on"],
             ["link", "set", iface, "up"],
         ]
         steps += [["addr", "add", a, "dev", iface] for a in addrs]
         steps += [["route", "replace", *r, "dev", iface] for r in routes]
         steps += [["neigh", "flush", "dev", iface]]
         return _ip_steps(steps, {"spliced": False})
+
+    def addressing(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """Gives each named interface exactly the MTU, addresses and gateway routes of its plan,
+        where given (requests.Addressing); addresses first, as a route needs its gateway's net."""
+        steps: list[list[str]] = []
+        plans: dict[str, Any] = body["interfaces"]
+        for iface, plan in plans.items():
+            addrs, routes, mtu = _ip_state(iface)
+            if "mtu" in plan and int(plan["mtu"]) != mtu:
+                steps += [["link", "set", "dev", iface, "mtu", str(int(plan["mtu"]))]]
+            if "addresses" in plan and set(plan["addresses"]) != set(addrs):
+                steps += [["-4", "addr", "flush", "dev", iface]]
+                steps += [["addr", "add", a, "dev", iface] for a in plan["addresses"]]
+                routes = []  # went with the addresses
+            if "routes" in plan:
+                wanted = [[dst, "via", gw] for dst, gw in plan["routes"]]
+                steps += [["route", "del", *r, "dev", iface] for r in routes if r not in wanted]
+        for iface, plan in plans.items():
+            steps += [["neigh", "flush", "dev", iface]]  # an address may have moved to another box
+            for dst, gw in plan.get("routes", []):
+                steps += [["route", "replace", dst, "via", gw, "dev", iface]]
+        return _ip_steps(steps, {"interfaces": sorted(plans)})
+
+    def hops(self, body: dict[str, Any]) -> tuple[int, Any]:
+        hops, mtu = [int(n) for n in body["hops"]], int(body["mtu"])
+        if self.hop_box is None:
+            return 409, {"error": f"hops: box {self.name} is no hop box (agent --hop-box)"}
+        with self.lock:
+            try:
+                return 200, self.hop_box.build(hops, mtu)
+            except RuntimeError as exc:
+                return 500, {"error": f"hops: {exc}"}
 
     def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
         ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
@@ -406,6 +483,7 @@ class Agent:
             stopped = sorted(self.procs)
             self._stop_all()
             self.procs.clear()
+            self.opensand.teardown()
         return 200, {"stopped": stopped}
 
     def _stop_all(self) -> None:
@@ -433,6 +511,9 @@ class Agent:
 
     def shutdown(self) -> None:
         self._stop_all()
+        self.opensand.teardown()
+        if self.hop_box and self.hop_box.agents:
+            self.hop_box.teardown()
 
 
 def make_handler(agent: Agent) -> type[JsonHandler]:
@@ -474,6 +555,10 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.splice(body)
         case "POST", ["unsplice"]:
             return agent.unsplice(body)
+        case "POST", ["addressing"]:
+            return agent.addressing(body)
+        case "POST", ["hops"]:
+            return agent.hops(body)
         case "POST", ["processes"]:
             return agent.start_process(body)
         case "GET", ["processes", ident]:
@@ -492,6 +577,10 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return 200, tcpinfo.netstat()
         case "GET", ["addresses"]:
             return agent.addresses()
+        case "GET", ["macs"]:
+            return agent.macs()
+        case _, ["opensand"]:  # GET, POST, DELETE (the handler's only methods)
+            return agent.opensand_link(method, body)
     return 404, {"error": f"no route {method} /{'/'.join(parts)}"}
 
 
@@ -515,6 +604,11 @@ def main() -> None:
     ap.add_argument("--ca", type=Path, help="the project CA's certificate (ca.crt)")
     ap.add_argument("--workdir", type=Path, help="process output (default: beside the socket)")
     ap.add_argument("--name", required=True, help="the box's role, or its registered name")
+    ap.add_argument(
+        "--hop-box",
+        action="store_true",
+        help="build runs' terrestrial hops as namespaces in this box (POST /hops; compose `hops`)",
+    )
     args = ap.parse_args()
     if not args.socket and not args.listen:
         ap.error("--socket or --listen (or both)")
@@ -527,7 +621,7 @@ def main() -> None:
         else Path("/var/lib/satlab/agent")
     )
     workdir.mkdir(parents=True, exist_ok=True)
-    agent = Agent(args.name, workdir)
+    agent = Agent(args.name, workdir, args.hop_box)
     servers: list[HTTPServer] = []
     if args.socket:
         with contextlib.suppress(FileNotFoundError):

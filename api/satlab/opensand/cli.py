@@ -148,7 +148,7 @@ def export_main(argv: list[str]) -> int:
         "--files-at",
         metavar="DIR",
         help="name trace files by absolute path DIR/ENTITY/NAME (where DIR will be on the "
-        "OpenSAND machine, e.g. /etc/opensand for the Compose profile); default: relative",
+        "OpenSAND machine, e.g. /etc/opensand); default: relative",
     )
     return cmd_export(ap.parse_args(argv))
 

@@ -21,8 +21,9 @@ from satlab.opensand import tables
 from satlab.opensand.importer import QUEUE_MAX_BYTES, NotMapped
 from satlab.opensand.xmlsafe import OpenSandError
 
-# The ids and layout the Compose profile `opensand` reads (docker/opensand/config/README.md):
-# gw 0, sat 1, terminals from 2; topology.xml at the top, a folder per entity.
+# The ids and layout of an export, which the `opensand` link backend runs as it is
+# (satlab.agent.opensandbox): gw 0, sat 1, terminals from 2; topology.xml at the top, a folder
+# per entity.
 GW_ID, SAT_ID, FIRST_ST_ID = 0, 1, 2
 MAX_TERMINALS = 16
 # OpenSAND 8's example profiles (opensand_cli); decap_buffer_len raised from the example's 8,
@@ -208,7 +209,7 @@ class _Exporter:
             copies.append((src, name))
         if self.files_at is None:
             return name
-        return f"{self.files_at}/{entity}/{name}"  # the Compose profile: /etc/opensand/st/...
+        return f"{self.files_at}/{entity}/{name}"  # e.g. /etc/opensand/st/...
 
     # -- pieces --
 
@@ -584,9 +585,8 @@ class _Exporter:
         st = self.st_folder(FIRST_ST_ID)
         lines = [
             "OpenSAND 8 configuration written by `satlab export opensand`: one gateway (id 0),",
-            "one transparent satellite (id 1), the terminal(s) (ids from 2); the layout and ids of",
-            "the Compose profile `opensand` (docker/opensand/config/README.md). Launch each entity",
-            f"from its folder ({where}), e.g. in opensand-network's namespaces:",
+            "one transparent satellite (id 1), the terminal(s) (ids from 2), a folder per entity.",
+            f"Launch each entity from its folder ({where}), e.g. in opensand-network's namespaces:",
             "",
             f"  sudo opensand-network setup -g {GW_ID} -s {SAT_ID} -t "
             + " ".join(str(i) for i in self.terminal_ids()),
@@ -614,7 +614,7 @@ def export_link(
     """Writes `link` as an OpenSAND 8 configuration in `out` (which must not exist or be empty);
     relative file references resolve against `base`. The XML names each trace file relative to
     its entity's folder, or as `FILES_AT/ENTITY/NAME` (where the folders will be, e.g.
-    /etc/opensand for the Compose profile). Returns what could not be mapped."""
+    /etc/opensand). Returns what could not be mapped."""
     if files_at is not None and not files_at.startswith("/"):
         raise OpenSandError(f"files_at: {files_at!r} is not an absolute path")
     if not 1 <= terminals <= MAX_TERMINALS:

@@ -18,13 +18,19 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   filesystem and cgroup v2 hierarchy (docker-compose.yml), each box's agent makes its scheme's pin
   directory and traffic cgroup there (agent.server.scheme_dirs), and the emu box's Oracle ETEN
   writer opens the sender's pinned eten_notices in the same bpffs;
-- no terrestrial hops: a scenario with `path.terrestrial` is refused naming that field. Its
-  routers, hop emulators and cross hosts would be more boxes, and the wiring would differ per run:
-  with hops the servers' LAN address 10.250.1.1 belongs to r1 and the gw edge must lose its
-  address there (or the replies to srv1 go straight out of gw, past the hops) and take the last
-  hop's LAN instead. The compose file wires each box once, at its start (docker/box-entrypoint),
-  and the agents have no request that moves addresses and routes between runs, so hop runs go
-  to a namespace testbed (the compose file's `netns` profile workers, or the native runner).
+- terrestrial hops (`path.terrestrial`): the `hops` box's agent builds the run's routers, hop
+  emulators and cross hosts as namespaces inside that one box, each with an agent of its own
+  (POST /hops, satlab.agent.hopbox says why namespaces there rather than containers), on
+  topology.py's address plan. The box sits on the servers' LAN and on two networks to the gw box
+  (`hopup`, `hoplan`); for the run the gw box gives 10.250.1.1 up to r1 and takes hop K's and
+  LAN K+1's addresses, the st box routes the hops' networks across the satellite (POST
+  /addressing, box_plans); closing puts them back. Without hops the `hops` box is idle and not
+  on the path;
+- every box's data interfaces take the run's MTU (hosts.mtu_bytes) when the testbed opens, and
+  the Docker networks' again when it closes.
+- `link.backend: opensand`: the emu box's agent wires and starts OpenSAND's entities (POST
+  /opensand, satlab.agent.opensandbox) as on namespaces; the box has OpenSAND only with the
+  override docker/opensand/compose.yml, and a run without it fails naming the missing binary.
 
 Selected with SATLAB_TESTBED=containers (satlab.testbed.backend).
 """
@@ -38,6 +44,8 @@ import shutil
 import time
 from pathlib import Path
 
+from satlab.agent import namespaces
+from satlab.agent.requests import Addressing, HopsBuild, InterfacePlan
 from satlab.agent.unixhttp import AgentError
 from satlab.settings import SHARED_DIR
 from satlab.testbed import topology
@@ -50,6 +58,10 @@ RUNS = SHARED_DIR / "runs"  # one directory per open testbed
 # Interfaces of each box as docker/box-entrypoint names them (the emulator's ports are gw and st;
 # an edge's LAN side is one interface `lan`, the compose network being the LAN switch).
 EDGE_INTERFACES = ["sat0", "lan"]
+COMPOSE_MTU = 1500  # the Docker networks' (docker-compose.yml): the boxes' MTU between runs
+HOP_BOX = "hops"  # the box whose agent builds a run's terrestrial hops (docker-compose.yml)
+# The gw box's interfaces toward the hops box (docker-compose.yml): hop K's wire and LAN K+1.
+GW_HOP_INTERFACES = ["hopup", "hoplan"]
 # How long opening the testbed waits for a box's agent: a box starts in about 1 s, a restarting
 # one (restart: unless-stopped) in 1-2 s more.
 BOX_START_TIMEOUT_S = 10.0
@@ -58,10 +70,56 @@ BOX_START_TIMEOUT_S = 10.0
 def box_address(role: str) -> str | None:
     """topology.py's address plan: what other boxes reach a box at."""
     if role.startswith("srv"):
-        return f"{topology.SERVER_NET}.{10 + int(role[3:])}"
+        return f"{namespaces.SERVER_NET}.{10 + int(role[3:])}"
     if role.startswith("cli"):
-        return f"{topology.CLIENT_NET}.{10 + int(role[3:])}"
-    return {"gw": f"{topology.SAT_NET}.1", "st": f"{topology.SAT_NET}.2"}.get(role)
+        return f"{namespaces.CLIENT_NET}.{10 + int(role[3:])}"
+    return {"gw": f"{namespaces.SAT_NET}.1", "st": f"{namespaces.SAT_NET}.2"}.get(role)
+
+
+def box_plans(hops: int, servers: int, clients: int, mtu: int) -> dict[str, Addressing]:
+    """What each compose box's data interfaces get for a run (POST /addressing): the run's MTU
+    (hosts.mtu_bytes, as topology.build gives every link), and with `hops` terrestrial hops the
+    edges as topology.build wires them (0: the compose file's own wiring). The gw edge then sits
+    at position K+1 of the server side (its LAN 10.250.(21+K).1, its hop wire hop K's .2, the
+    networks behind reached through hop K's .1) and the st edge reaches them across the
+    satellite. The servers keep their route; POST /addressing forgets their neighbours, as
+    10.250.1.1 is r1's or gw's by turns."""
+    via_sat = f"{namespaces.SAT_NET}.1"
+    behind = [namespaces.lan_net(p) for p in range(1, hops + 1)]
+    behind += [namespaces.hop_net(k) for k in range(1, hops)]
+    hop_side = [namespaces.lan_net(p) for p in range(2, hops + 2)]
+    hop_side += [namespaces.hop_net(k) for k in range(1, hops + 1)]
+    st_routes = [[f"{net}.0/24", via_sat] for net in [namespaces.SERVER_NET, *hop_side]]
+    gw: dict[str, InterfacePlan]
+    if hops:
+        gw = {
+            "lan": {"addresses": []},  # 10.250.1.1 is r1's
+            "hopup": {
+                "addresses": [f"{namespaces.hop_net(hops)}.2/24"],
+                "routes": [[f"{net}.0/24", f"{namespaces.hop_net(hops)}.1"] for net in behind],
+            },
+            "hoplan": {"addresses": [f"{namespaces.lan_net(hops + 1)}.1/24"], "routes": []},
+        }
+    else:
+        gw = {
+            "lan": {"addresses": [f"{namespaces.SERVER_NET}.1/24"]},
+            **{i: InterfacePlan(addresses=[], routes=[]) for i in GW_HOP_INTERFACES},
+        }
+    gw["sat0"] = {}
+    srv: dict[str, InterfacePlan] = {
+        "eth0": {"routes": [["default", f"{namespaces.SERVER_NET}.1"]]}
+    }
+    plans: dict[str, dict[str, InterfacePlan]] = {
+        "gw": gw,
+        "emu": {"gw": {}, "st": {}},
+        "st": {"lan": {}, "sat0": {"routes": st_routes}},
+        **{f"srv{i}": srv for i in range(1, servers + 1)},
+        **{f"cli{i}": {"eth0": {}} for i in range(1, clients + 1)},
+    }
+    for ifaces in plans.values():
+        for plan in ifaces.values():
+            plan["mtu"] = mtu
+    return {box: {"interfaces": ifaces} for box, ifaces in plans.items()}
 
 
 class ContainerTestbed(Testbed):
@@ -74,23 +132,9 @@ class ContainerTestbed(Testbed):
         return RUNS / self.id
 
     def __enter__(self) -> ContainerTestbed:
-        if self.hops:
-            raise TestbedError(
-                "path.terrestrial: the compose testbed has no terrestrial hops (routers and hop "
-                "emulators between the servers and the gw edge); run scenarios with hops on a "
-                "namespace testbed (SATLAB_TESTBED=namespaces: a `netns` profile worker)"
-            )
         roles = [f"srv{i}" for i in range(1, self.servers + 1)] + ["gw", "emu", "st"]
         roles += [f"cli{i}" for i in range(1, self.clients + 1)]
-        # A box that ever ran has its agent's directory; its socket may be gone for a moment (a
-        # restarting box: _wait_for_agent waits for it), the directory is not.
-        missing = [r for r in roles if not (BOXES / f"agent-{r}").is_dir()]
-        if missing:
-            have = sorted(p.name.removeprefix("agent-") for p in BOXES.glob("agent-*"))
-            raise TestbedError(
-                f"hosts: this compose testbed has boxes {have}, the scenario needs {missing} too "
-                "(hosts.servers/hosts.clients at most the srvN/cliN services of docker-compose.yml)"
-            )
+        self._check_boxes(roles)
         self._lock = os.open(BOXES / ".lock", os.O_CREAT | os.O_RDWR, 0o664)
         fcntl.flock(self._lock, fcntl.LOCK_EX)  # the boxes are one testbed: runs take turns
         try:
@@ -104,6 +148,9 @@ class ContainerTestbed(Testbed):
                 self.topo.boxes[role] = topology.Box(role, f"container:{role}", box_address(role))
                 self._wait_for_agent(role)
                 self._reset(role)
+            for edge in GATEWAY_INSIDE:  # a worker that died mid-run leaves it spliced
+                self._unsplice(edge)
+            self._wire_hops()
             self._splice_gateways()
             self._configure_forwarding()
         except BaseException:
@@ -118,10 +165,52 @@ class ContainerTestbed(Testbed):
                     self._reset(role)
                     if role in GATEWAY_INSIDE:
                         self._unsplice(role)
+            if self.hops and self.agent_alive(HOP_BOX):
+                self.agent(HOP_BOX, "POST", "/hops", HopsBuild(hops=[], mtu=self.mtu), timeout=30)
+            # the compose file's wiring again, for whatever uses the boxes next
+            for box, plan in box_plans(0, self.servers, self.clients, COMPOSE_MTU).items():
+                if box in self.topo.boxes and self.agent_alive(box):
+                    self.agent(box, "POST", "/addressing", plan)
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._lock is not None:
             os.close(self._lock)  # releases the flock
             self._lock = None
+
+    def _check_boxes(self, roles: list[str]) -> None:
+        """Refuses, naming the field, a run that needs boxes this deployment lacks."""
+        # A box that ever ran has its agent's directory; its socket may be gone for a moment (a
+        # restarting box: _wait_for_agent waits for it), the directory is not.
+        missing = [r for r in roles if not (BOXES / f"agent-{r}").is_dir()]
+        have = sorted(p.name.removeprefix("agent-") for p in BOXES.glob("agent-*"))
+        if missing:
+            raise TestbedError(
+                f"hosts: this compose testbed has boxes {have}, the scenario needs {missing} too "
+                "(hosts.servers/hosts.clients at most the srvN/cliN services of docker-compose.yml)"
+            )
+        if self.hops and HOP_BOX not in have:
+            raise TestbedError(
+                f"path.terrestrial: this compose testbed has no `{HOP_BOX}` box for the hops' "
+                f"routers, emulators and cross hosts (boxes {have}; docker-compose.yml)"
+            )
+
+    def _wire_hops(self) -> None:
+        """The run's terrestrial hops in the hops box, the gw and st boxes addressed for them
+        (without hops: as the compose file wires them), every box at the run's MTU (box_plans).
+        Every box the hops box made joins the topology by role, with its own agent."""
+        assert self.topo is not None
+        if self.hops:
+            self._wait_for_agent(HOP_BOX)
+            build = HopsBuild(hops=self.hops, mtu=self.mtu)
+            built = self.agent(HOP_BOX, "POST", "/hops", build, timeout=60)
+            for role, box in built["boxes"].items():
+                self.topo.boxes[role] = topology.Box(role, f"container:{HOP_BOX}/{role}", **box)
+                self._wait_for_agent(role)
+            self.agent(HOP_BOX, "POST", "/offloads", {"interfaces": built["interfaces"]})
+        elif self.agent_alive(HOP_BOX):  # what a worker that died mid-run left there
+            self.agent(HOP_BOX, "POST", "/hops", HopsBuild(hops=[], mtu=self.mtu), timeout=30)
+        plans = box_plans(len(self.hops), self.servers, self.clients, self.mtu)
+        for box, plan in plans.items():
+            self.agent(box, "POST", "/addressing", plan)
 
     def _wait_for_agent(self, role: str) -> None:
         """A box that Docker is (re)starting answers within a second (tests/bench/setup_time.py):
@@ -145,23 +234,26 @@ class ContainerTestbed(Testbed):
     def _splice_gateways(self) -> None:
         """The edge gateway's two ports in each edge box, as topology.build wires a namespace
         edge: sat0 becomes a veth whose peer the gateway reads, the Docker interface toward the
-        emulator is renamed `wan`. Always undone first: a worker that died mid-run leaves it."""
+        emulator is renamed `wan` (its addresses and routes move with it)."""
         for edge, inside in GATEWAY_INSIDE.items():
-            self._unsplice(edge)
             if self.gateway:
                 body = {"interface": "sat0", "inside": inside, "outside": OUTSIDE}
                 self.agent(edge, "POST", "/splice", body)
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
-        for edge in ("gw", "st"):
+        for edge in ("gw", "st", *self.topo.routers):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
-        for role in self.topo.host_roles:
-            ifaces = EDGE_INTERFACES if role in ("gw", "st") else ["eth0"]
+        for role, box in self.topo.boxes.items():
+            # the hops box's boxes know theirs; the compose boxes' are docker-compose.yml's
+            ifaces = box.interfaces or (EDGE_INTERFACES if role in ("gw", "st") else ["eth0"])
+            if role == "emu":
+                ifaces = ["gw", "st"]
+            if role == "gw" and self.hops:
+                ifaces = [*ifaces, *GW_HOP_INTERFACES]
             if role in GATEWAY_INSIDE and self.gateway:
                 ifaces = [*ifaces, GATEWAY_INSIDE[role], OUTSIDE]
             self.agent(role, "POST", "/offloads", {"interfaces": ifaces})
-        self.agent("emu", "POST", "/offloads", {"interfaces": ["gw", "st"]})
 
     def socket(self, role: str) -> Path:
         return BOXES / f"{role}.sock"

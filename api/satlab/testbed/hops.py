@@ -12,24 +12,24 @@ link: this kernel has no netem, and HTB/TBF shape a rate but cannot delay.
 
 Seeds: hop N gets its own seed, derived from the run's seed and N (hop_seed), so a hop's error
 draws are independent of the satellite link's and of the other hops', and repeat with the run.
-The control endpoint of each hop listens inside its own namespace (same port as the satellite
-emulator's, each namespace has its own loopback); its `GET /status` gives the counters at stop.
+The control endpoint of each hop listens inside its own box (same port as the satellite
+emulator's, each box has its own loopback); its `GET /status`, reached through the box's agent
+(POST /http) on namespaces and containers alike, gives the counters at stop.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
-import socket
 import time
 from typing import Any
 
 import yaml
 
+from satlab.agent import namespaces
 from satlab.agent.requests import ProcessStart
+from satlab.agent.unixhttp import AgentError
 from satlab.scenario import BulkTcp, RunSpec, Scenario, ShortFlows, TerrestrialHop, UdpCross
-from satlab.testbed import topology
 from satlab.testbed.testbed import Testbed, TestbedError
 
 CONTROL_PORT = 8781
@@ -54,7 +54,7 @@ def ends(t: BulkTcp | ShortFlows | UdpCross) -> tuple[str, str]:
     for `hop: N` the cross hosts at the two ends of hop N."""
     if t.hop is None:
         return f"srv{t.server}", f"cli{t.client}"
-    return topology.cross_host(t.hop, "s", t.server), topology.cross_host(t.hop, "c", t.client)
+    return namespaces.cross_host(t.hop, "s", t.server), namespaces.cross_host(t.hop, "c", t.client)
 
 
 def hop_seed(seed: int, hop: int) -> int:
@@ -84,12 +84,12 @@ def start(tb: Testbed, sc: Scenario, spec: RunSpec) -> dict[int, int]:
         path = tb.dir / f"hop{k}.yaml"
         path.write_text(yaml.safe_dump(cfg))
         emulator = ProcessStart(id="emulator", kind="emulator", args=["--config", str(path)])
-        tb.agent(topology.hop_box(k), "POST", "/processes", emulator)
+        tb.agent(namespaces.hop_box(k), "POST", "/processes", emulator)
         started[k] = cfg["seed"]
     deadline = time.monotonic() + START_TIMEOUT_S
     for k in started:
         while _status(tb, k) is None:
-            st = tb.agent(topology.hop_box(k), "GET", "/processes/emulator")
+            st = tb.agent(namespaces.hop_box(k), "GET", "/processes/emulator")
             if st["state"] != "running" or time.monotonic() > deadline:
                 raise HopError(
                     f"path.terrestrial.{k - 1}: hop {k}'s emulator did not start: "
@@ -109,7 +109,7 @@ def stop(tb: Testbed, started: dict[int, int]) -> dict[str, Any]:
     records = []
     for k, seed in started.items():
         status = statuses[k]
-        proc = tb.agent(topology.hop_box(k), "DELETE", "/processes/emulator")
+        proc = tb.agent(namespaces.hop_box(k), "DELETE", "/processes/emulator")
         if status is None or (proc["state"] == "failed" and proc["exit_code"] not in (0, -15)):
             raise HopError(
                 f"path.terrestrial.{k - 1}: hop {k}'s emulator failed during the run "
@@ -127,24 +127,14 @@ def stop(tb: Testbed, started: dict[int, int]) -> dict[str, Any]:
 
 
 def _status(tb: Testbed, k: int) -> dict[str, Any] | None:
-    """Hop k's emulator status (GET /status inside its namespace), or None if it does not answer."""
-    assert tb.topo is not None
-    sock = topology.socket_in_netns(
-        tb.topo.ns(topology.hop_box(k)), socket.AF_INET, socket.SOCK_STREAM
-    )
-    conn = http.client.HTTPConnection("127.0.0.1", CONTROL_PORT, timeout=2)
+    """Hop k's emulator status (GET /status through its box's agent, on any kind of testbed), or
+    None if it does not answer."""
+    relay = {"port": CONTROL_PORT, "method": "GET", "path": "/status", "timeout": 2}
     try:
-        sock.settimeout(2)
-        sock.connect(("127.0.0.1", CONTROL_PORT))
-        conn.sock = sock
-        conn.request("GET", "/status")
-        resp = conn.getresponse()
-        if resp.status != 200:
+        out = tb.agent(namespaces.hop_box(k), "POST", "/http", relay)
+        if out["status"] != 200:
             return None
-        out: dict[str, Any] = json.loads(resp.read())
-        return out
-    except OSError:
+        status: dict[str, Any] = json.loads(out["body"])
+        return status
+    except (AgentError, json.JSONDecodeError):
         return None
-    finally:
-        conn.close()
-        sock.close()

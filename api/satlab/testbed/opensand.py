@@ -1,41 +1,24 @@
 """The `opensand` link backend: a scenario's link carried by OpenSAND 8's own entities.
 
-The link is exported (satlab.opensand.exporter) into the run's testbed directory, then one gateway,
-one transparent satellite and one terminal run, each in a network namespace of its own (OpenSAND's
-own layout, as its opensand-network tool makes it: an entity binds its emulation address and
-creates its TAP `opensand_tap`, so two entities cannot share a namespace):
-
-    gw edge --sat0~~gw [osgw: lan bridge + opensand_tap] (opensand gw)
-                          emu0 192.168.18.0 --.
-                                              [emu box: bridge osemu]-- emu0 [ossat] (opensand sat)
-                          emu0 192.168.18.2 --'
-    st edge --sat0~~st [osst: lan bridge + opensand_tap] (opensand st)
-
-The emulator box's two ports (`gw`, `st`, the veths the testbed cabled to the edges) are moved
-into the gateway's and the terminal's namespaces and bridged with their TAPs, so the edges' frames
-enter OpenSAND as they would enter the built-in emulator. The entities' emulation network is a
-bridge in the emulator box with a veth per entity (192.168.0.0/16: the exporter's ids make the
-gateway 192.168.18.0, which must be a host address). OpenSAND's Ethernet mode forwards by
-destination MAC, so the edges' MACs replace the exporter's placeholders in every
-infrastructure.xml. The namespaces carry the testbed's name prefix (`sl<ID>-osgw`, ...), so the
-testbed's teardown and its sweeper remove them with the rest.
+The link is exported (satlab.opensand.exporter) into the run's testbed directory, the edges' MACs
+replace the exporter's placeholders in every infrastructure.xml (OpenSAND's Ethernet mode
+forwards by destination MAC), then the emulator box's agent wires and starts one gateway, one
+transparent satellite and one terminal there (POST /opensand, satlab.agent.opensandbox): the same
+requests on a namespace testbed and on the compose boxes, where the run's directory is on the
+volume the boxes share. The entities' namespaces carry the testbed's name prefix (`sl<ID>-osgw`,
+...), so a namespace testbed's teardown and its sweeper remove them with the rest.
 
 Every entity writes its probes locally (satlab.opensand.probes); `stop` reads them into link
 records (the forward MODCOD per statistics tick, the C/N, the throughput the terminal delivered),
 event counts per direction (Gate drops, FIFO losses, packets the gateway's GSE encapsulation
 refused) and each entity's CPU time and peak memory. With an artifacts directory, the run keeps
 the configuration as exported and, at `stop`, the entities' probes and logs (two zips). The
-entities are killed on every path: by `close` (the runner's context), and by the kernel when the
-process that started them dies (PR_SET_PDEATHSIG), since no agent's process group holds them.
-They run without `-v`: OpenSAND's logging to stderr halves its throughput."""
+entities are stopped on every path: by `close` (the runner's context), by the box's agent when it
+is reset (a compose box's next run) and with the agent's process group when it dies."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
-import signal
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter, deque
@@ -43,30 +26,30 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyroute2 import NetNS
-
-from satlab.link_backend import BackendUnavailable, opensand_binary
+from satlab.agent.opensandbox import ENTITIES, STOP_GRACE_S
+from satlab.agent.unixhttp import AgentError
+from satlab.link_backend import BackendUnavailable
 from satlab.opensand import archive, probes
-from satlab.opensand.exporter import FIRST_ST_ID, GW_ID, SAT_ID, export_link
+from satlab.opensand.exporter import FIRST_ST_ID, GW_ID, export_link
 from satlab.opensand.xmlsafe import OpenSandError
+from satlab.settings import testbed_kind
 from satlab.testbed import topology
-from satlab.testbed.testbed import stop_processes
+from satlab.testbed.testbed import Testbed
 
-ENTITIES = {"gw": GW_ID, "sat": SAT_ID, "st": FIRST_ST_ID}
-START_ORDER = ("sat", "gw", "st")  # the satellite first: the others log on through it
-EMU_PREFIXLEN = 16
-EMU_BRIDGE = "osemu"
 # The link is up when the terminal measures the C/N of forward frames (the SoF and signalling
 # frames, before any traffic: its received-MODCOD probe waits for data); under a second here.
 READY_TIMEOUT_S = 30.0
-STOP_GRACE_S = 3.0
 TERMINAL_MODCOD = "down_forward_modcod.received_modcod"
 TERMINAL_THROUGHPUT = "throughputs.l2_from_sat.total"
 TERMINAL_CN = "phy.total_cn"
-PR_SET_PDEATHSIG = 1
 # The run's artifacts (the result's `artifacts`, served as the run's other files are): the
 # exported configuration, to run again on one's own OpenSAND (or `satlab import opensand`), and
 # what the entities measured and logged.
+# What a compose deployment lacks when its emu box has no OpenSAND.
+COMPOSE_HINT = (
+    "; on Docker Compose, the emu box of docker/opensand/compose.yml has it (README.md, "
+    "'Docker Compose')"
+)
 CONFIG_ARTIFACT = "opensand.config.zip"
 PROBES_ARTIFACT = "opensand.probes.zip"
 
@@ -75,32 +58,16 @@ def namespace(tb_id: str, entity: str) -> str:
     return topology.namespace_name(tb_id, f"os{entity}")
 
 
-_prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the forked child
-
-
-def _die_with_parent() -> None:
-    # Between fork and exec: one system call, no lock taken (see satlab.bounded on preexec_fn).
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 class OpenSandLink:
     """The entities of one run. Offers what the runner reads from the built-in emulator's
     telemetry (`records`, `event_counts`, `stop`) so the rest of a run is the same."""
 
-    def __init__(
-        self,
-        tb_id: str,
-        tb_dir: Path,
-        link: dict[str, Any],
-        edges: dict[str, str],
-        keep: Path | None = None,
-    ):
-        """`edges`: the MAC address of each edge's interface toward the link, by edge; `keep`:
-        where the run's OpenSAND files are kept (the run's artifacts directory), or None."""
-        self.tb_id, self.dir, self.link, self.edges = tb_id, tb_dir / "opensand", link, edges
-        self.keep = keep
+    def __init__(self, tb: Testbed, link: dict[str, Any], keep: Path | None = None):
+        """`tb`: the run's testbed (its emulator box's agent runs the entities); `keep`: where
+        the run's OpenSAND files are kept (the run's artifacts directory), or None."""
+        self.tb, self.dir, self.link, self.keep = tb, tb.dir / "opensand", link, keep
         self.files: dict[str, Path] = {}  # the files kept, by artifact name
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.started = False  # the emulator box's agent holds entities of this run
         self.records: deque[dict[str, Any]] = deque()
         self.event_counts: Counter[str] = Counter()
         self.summary: dict[str, Any] = {}
@@ -108,7 +75,7 @@ class OpenSandLink:
 
     # -- start --
 
-    def start(self, binary: Path) -> None:
+    def start(self) -> None:
         try:
             self.not_mapped = [n.setting for n in export_link(self.link, self.dir)]
         except OpenSandError as err:  # a trace file the exporter cannot read, ...
@@ -116,14 +83,19 @@ class OpenSandLink:
         if self.keep is not None:  # as exported, before the testbed's MACs and storage go in
             path = archive.pack_config(self.dir, self.keep / "opensand-config.zip")
             self.files[CONFIG_ARTIFACT] = path
+        edges = edge_macs(self.tb)
         for entity in ENTITIES:
-            self._set_infrastructure(entity)
-        self._wire()
-        for entity in START_ORDER:
-            self._launch(binary, entity)
+            self._set_infrastructure(entity, edges)
+        names = {entity: namespace(self.tb.id, entity) for entity in ENTITIES}
+        self.started = True
+        try:
+            self.tb.agent("emu", "POST", "/opensand", {"dir": str(self.dir), "namespaces": names})
+        except AgentError as exc:  # 409: the box has no OpenSAND (its message names the binary)
+            hint = COMPOSE_HINT if testbed_kind() == "containers" else ""
+            raise BackendUnavailable(f"{exc}{hint}") from None
         self._wait_ready()
 
-    def _set_infrastructure(self, entity: str) -> None:
+    def _set_infrastructure(self, entity: str, edges: dict[str, str]) -> None:
         path = self.dir / entity / "infrastructure.xml"
         tree = ET.parse(path)
         root = tree.getroot()
@@ -131,7 +103,7 @@ class OpenSandLink:
         assert storage is not None
         _set(storage, "enable_local", "true")
         _set(storage, "path_local", str(self.dir / entity / "stats"))
-        macs = {GW_ID: self.edges["gw"], FIRST_ST_ID: self.edges["st"]}
+        macs = {GW_ID: edges["gw"], FIRST_ST_ID: edges["st"]}
         for item in root.iterfind(".//infrastructure/*/item"):
             eid = int(item.findtext("entity_id") or -1)
             if eid in macs:
@@ -140,55 +112,6 @@ class OpenSandLink:
         if own is not None and own.find("mac_address") is not None:
             _set(own, "mac_address", macs[ENTITIES[entity]])
         tree.write(path, encoding="utf-8", xml_declaration=True)
-
-    def _wire(self) -> None:
-        emu = topology.namespace_name(self.tb_id, "emu")
-        with NetNS(emu) as e:
-            e.link("add", ifname=EMU_BRIDGE, kind="bridge", br_mcast_snooping=0)
-            bridge = e.link_lookup(ifname=EMU_BRIDGE)[0]
-            e.link("set", index=bridge, state="up")
-        for entity, eid in ENTITIES.items():
-            ns = namespace(self.tb_id, entity)
-            topology.new_namespace(ns)
-            with NetNS(emu) as e:
-                port = f"os{entity}"
-                e.link("add", ifname=port, kind="veth", peer={"ifname": "emu0", "net_ns_fd": ns})
-                e.link("set", index=e.link_lookup(ifname=port)[0], master=bridge, state="up")
-                if entity != "sat":  # the edge's port moves into the entity's namespace
-                    e.link("set", index=e.link_lookup(ifname=entity)[0], net_ns_fd=ns)
-            with NetNS(ns) as n:
-                emu0 = n.link_lookup(ifname="emu0")[0]
-                n.link("set", index=emu0, state="up")
-                n.addr("add", index=emu0, address=f"192.168.18.{eid}", prefixlen=EMU_PREFIXLEN)
-                # The gateway's control and data carriers are multicast groups (its
-                # infrastructure's ctrl/data_multicast_address).
-                n.route("add", dst="224.0.0.0/4", oif=emu0)
-                if entity == "sat":
-                    continue
-                n.link("add", ifname="opensand_tap", kind="tuntap", mode="tap")
-                n.link("add", ifname="lan", kind="bridge")
-                lan = n.link_lookup(ifname="lan")[0]
-                for port in (entity, "opensand_tap"):
-                    idx = n.link_lookup(ifname=port)[0]
-                    n.link("set", index=idx, master=lan, state="up")
-                n.link("set", index=lan, state="up")
-
-    def _launch(self, binary: Path, entity: str) -> None:
-        d = self.dir / entity
-        argv = ["nsenter", f"--net=/run/netns/{namespace(self.tb_id, entity)}", "--"]
-        argv += [str(binary), "-i", "infrastructure.xml", "-t", "topology.xml"]
-        if (d / "profile.xml").is_file():
-            argv += ["-p", "profile.xml"]
-        with open(d / "opensand.log", "wb") as log:
-            self.procs[entity] = subprocess.Popen(
-                argv,
-                cwd=d,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 (one system call, see above)
-            )
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -208,12 +131,11 @@ class OpenSandLink:
 
     def failed(self) -> str | None:
         """Why the link is down (an entity exited), or None while every entity runs."""
-        for entity, p in self.procs.items():
-            if p.poll() is not None:
-                return (
-                    f"OpenSAND {entity} exited (code {p.returncode}) during the run: "
-                    f"{self._log_tail(entity)}"
-                )
+        codes = self.tb.agent("emu", "GET", "/opensand")["exit_codes"]
+        for entity, code in codes.items():
+            if code is not None:
+                tail = self._log_tail(entity)
+                return f"OpenSAND {entity} exited (code {code}) during the run: {tail}"
         return None
 
     def _log_tail(self, entity: str) -> str:
@@ -230,10 +152,9 @@ class OpenSandLink:
     def stop(self) -> None:
         """Ends the entities (SIGTERM, so they flush their statistics) and reads what they
         measured into `records` and `summary`. Idempotent."""
-        if not self.procs or self.summary:
+        if not self.started or self.summary:
             return
-        usage = {e: _usage(p.pid) for e, p in self.procs.items()}
-        self.close()
+        usage = self._end()
         self.summary = {"entities": usage, "not_mapped": self.not_mapped}
         self._read_stats()
         if self.keep is not None:
@@ -241,7 +162,17 @@ class OpenSandLink:
             self.files[PROBES_ARTIFACT] = path
 
     def close(self) -> None:
-        stop_processes(self.procs.values(), STOP_GRACE_S)
+        """Ends the entities however the run ends (an agent already gone took them with it)."""
+        if self.started:
+            with contextlib.suppress(AgentError):
+                self._end()
+
+    def _end(self) -> dict[str, Any]:
+        """Stops the entities and unwires them: each one's CPU time and peak memory."""
+        self.started = False
+        timeout = STOP_GRACE_S + 10  # their SIGTERM grace, then unwiring
+        ended: dict[str, Any] = self.tb.agent("emu", "DELETE", "/opensand", timeout=timeout)
+        return dict(ended["usage"])
 
     def _read_stats(self) -> None:
         st = probes.read_stats(self.dir / "st" / "stats")
@@ -288,50 +219,28 @@ def _set(parent: ET.Element, tag: str, text: str) -> None:
     el.text = text
 
 
-def _usage(pid: int) -> dict[str, float]:
-    """CPU seconds (user, system) and peak resident memory of a running entity."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return {}
-    tick = os.sysconf("SC_CLK_TCK")
-    hwm = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmHWM")), 0)
-    # fields 14 and 15 of /proc/PID/stat (utime, stime), counted after the command's ")"
-    return {"user_s": int(stat[11]) / tick, "system_s": int(stat[12]) / tick,
-            "peak_rss_bytes": hwm * 1024}  # fmt: skip
-
-
-def edge_macs(tb_id: str) -> dict[str, str]:
-    """The MAC of the interface each edge box sends toward the link: the peer of the emulator
-    box's port of the same name."""
-    out = {}
-    with NetNS(topology.namespace_name(tb_id, "emu")) as e:
-        for edge in ("gw", "st"):
-            (port,) = e.get_links(ifname=edge)
-            peer_idx = port.get_attr("IFLA_LINK")
-            with NetNS(topology.namespace_name(tb_id, edge)) as n:
-                (peer,) = n.get_links(peer_idx)
-                out[edge] = peer.get_attr("IFLA_ADDRESS")
-    return out
+def edge_macs(tb: Testbed) -> dict[str, str]:
+    """The MAC each edge's frames carry across the link (its agent's GET /macs): its router's
+    `sat0`, also behind an edge gateway, a transparent bump whose port toward the emulator
+    (`wan`) answers no ARP (topology.build, the agent's splice)."""
+    return {edge: tb.agent(edge, "GET", "/macs")["sat0"] for edge in ("gw", "st")}
 
 
 @contextlib.contextmanager
 def opensand_link(
-    link: dict[str, Any], tb_id: str, tb_dir: Path, kind: str, keep: Path | None = None
+    link: dict[str, Any], tb: Testbed, keep: Path | None = None
 ) -> Iterator[OpenSandLink]:
-    """The entities of a run on testbed `tb_id`, stopped and killed however the block ends (the
-    namespaces go with the testbed); their files are kept in `keep` when given."""
-    binary = opensand_binary()
-    if binary is None:
-        raise BackendUnavailable("link.backend: opensand: the `opensand` binary is gone")
-    if kind != "namespaces":
+    """The entities of a run on testbed `tb`, in its emulator box, stopped and killed however
+    the block ends; their files are kept in `keep` when given. A box without OpenSAND fails the
+    run naming the missing binary (its agent looks, in its own environment)."""
+    if (ports := tb.emulator_interfaces()) != {"gw": "gw", "st": "st"}:  # a hardware box's NICs
         raise BackendUnavailable(
-            f"link.backend: opensand runs on the namespaces testbed only, not {kind!r}"
+            f"link.backend: opensand needs the emulator box's ports named gw and st (a namespace "
+            f"or compose testbed), not {ports}"
         )
-    os_link = OpenSandLink(tb_id, tb_dir, link, edge_macs(tb_id), keep)
+    os_link = OpenSandLink(tb, link, keep)
     try:
-        os_link.start(binary)
+        os_link.start()
         yield os_link
     finally:
         os_link.close()

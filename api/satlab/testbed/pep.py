@@ -38,9 +38,10 @@ def edges(p: PepSettings) -> list[str]:
 def pep_config(
     p: PepSettings, role: str, gateway: bool = False, cc: str | None = None
 ) -> dict[str, Any]:
-    """The PEP's YAML configuration (as a dict) for one edge. With a gateway bump at the edge the
-    edge's kernel also receives the satellite link's frames on the bump's `wan` port (nft trace:
-    iif "wan"), so TCP arriving there counts as from the satellite too."""
+    """The PEP's YAML configuration (as a dict) for one edge. With a gateway bump at the edge,
+    TCP arriving on the bump's `wan` port counts as from the satellite too: the edge's kernel
+    received the link's frames there while `wan` answered ARP (nft trace: iif "wan"); it answers
+    none now (topology.build), and the entry stays as a guard."""
     return {
         "edge": role,
         "intercept": {

@@ -31,7 +31,12 @@ import yaml
 from satlab import __version__
 from satlab.agent.requests import ProcessStart, SamplingStart
 from satlab.agent.unixhttp import AgentError, AgentTimeout
-from satlab.link_backend import BackendUnavailable, backend_of, emulator_link, require_backend
+from satlab.link_backend import (
+    BackendUnavailable,
+    backend_of,
+    check_before_testbed,
+    emulator_link,
+)
 from satlab.scenario import (
     BulkTcp,
     Configuration,
@@ -42,7 +47,7 @@ from satlab.scenario import (
     sweep_record,
 )
 from satlab.schemes import project_scheme
-from satlab.settings import EMULATOR_CONTROL_LISTEN, testbed_kind
+from satlab.settings import EMULATOR_CONTROL_LISTEN
 from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import hops, withhold
 from satlab.testbed import pep as edge_pep
@@ -233,7 +238,7 @@ def run_one(
         "status": "running",
     }
     try:
-        require_backend(spec.link)  # link.backend: opensand fails here, before any testbed
+        check_before_testbed(spec.link)  # link.backend: opensand fails here, before any testbed
     except BackendUnavailable as exc:
         return {**result, "status": "failed", "error": str(exc), "wall_s": time.time() - started}
     try:
@@ -303,7 +308,7 @@ def _opensand_entities(
     configuration, probes and logs are kept in `artifacts`."""
     if backend_of(spec.link) != "opensand":
         return contextlib.nullcontext()
-    return opensand_link(spec.link, tb.id, tb.dir, testbed_kind(), artifacts)
+    return opensand_link(spec.link, tb, artifacts)
 
 
 def _execute(

@@ -16,12 +16,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from satlab.agent.unixhttp import AgentError, request
+from satlab.bounded import stop_processes
 from satlab.scenario import HostSettings
 from satlab.settings import STATE_ROOT
 from satlab.testbed import schemes, topology
@@ -36,22 +36,6 @@ AGENT_STOP_GRACE_S = 5.0
 
 class TestbedError(RuntimeError):
     pass
-
-
-def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_s: float) -> None:
-    """SIGTERM every process still running, wait up to `grace_s` for all of them together, then
-    SIGKILL the ones still there. Each is reaped, so none is left a zombie."""
-    procs = list(procs)
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + grace_s
-    for p in procs:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def _alive(pid: int) -> bool:

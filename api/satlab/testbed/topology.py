@@ -27,22 +27,27 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
-import subprocess
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyroute2 import NetNS, netns
 
+from satlab.agent.namespaces import (
+    CLIENT_NET,
+    SAT_NET,
+    SERVER_NET,
+    abort_tcp,
+    cross_host,
+    hop_box,
+    hop_net,
+    lan_net,
+    router,
+)
+
 PREFIX = "sl"
-SERVER_NET = "10.250.1"  # servers and the LAN of the first box on their side (gw, or r1)
-SAT_NET = "10.250.2"  # gw edge <-> st edge across the emulator
-CLIENT_NET = "10.250.3"  # st edge's LAN side and the clients
 GATEWAY_INSIDE = {"gw": "gwx", "st": "stx"}  # the gateway's router-side port (peer of sat0)
-# Terrestrial hops: hop N's wire is 10.250.(10+N).0/24 (.1 its server end, .2 its client end).
-# Position p on the server side (r1..rK, then gw) has a LAN: 10.250.1.0/24 (the servers') for p = 1,
-# else 10.250.(20+p).0/24. On a LAN: servers and clients .(10+i), a hop's cross hosts .(100+i) at
-# its server end and .(200+i) at its client end.
+IFF_NOARP = 0x80  # linux/if.h
 _EMULATOR_ROLE = re.compile(r"emu|hop\d+")
 _ROUTER_ROLE = re.compile(r"r\d+")
 
@@ -86,28 +91,6 @@ class Topology:
 
 def namespace_name(testbed_id: str, role: str) -> str:
     return f"{PREFIX}{testbed_id}-{role}"
-
-
-def router(position: int) -> str:
-    return f"r{position}"
-
-
-def hop_box(hop: int) -> str:
-    """The emulator box of terrestrial hop `hop` (1-based from the servers)."""
-    return f"hop{hop}"
-
-
-def cross_host(hop: int, end: str, i: int) -> str:
-    """Cross host i of a hop at its server end (`s`) or its client end (`c`)."""
-    return f"x{hop}{end}{i}"
-
-
-def hop_net(hop: int) -> str:
-    return f"10.250.{10 + hop}"
-
-
-def lan_net(position: int) -> str:
-    return SERVER_NET if position == 1 else f"10.250.{20 + position}"
 
 
 def project_namespaces(testbed_id: str | None = None) -> list[str]:
@@ -221,6 +204,12 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         if topo.gateway:
             veth(edge, "sat0", edge, GATEWAY_INSIDE[edge])
             veth(edge, "wan", "emu", edge)
+            # wan is the gateway's wire, not a router port: without NOARP the edge's kernel answers
+            # ARP on it for sat0's address, faster than sat0's own reply through the gateway, so
+            # the far edge addresses its frames to wan and this kernel routes them past the
+            # gateway (whose rewrites, e.g. CETEN's forward stamps, never reached the hosts).
+            wan = h[edge].link_lookup(ifname="wan")[0]
+            h[edge].link("set", index=wan, flags=IFF_NOARP, change=IFF_NOARP)
         else:
             veth(edge, "sat0", "emu", edge)  # the emulator's ports are named gw and st
     addr("gw", "sat0", f"{SAT_NET}.1")
@@ -296,22 +285,6 @@ def teardown(testbed_id: str) -> list[str]:
             netns.remove(name)
             removed.append(name)
     return removed
-
-
-def abort_tcp(name: str) -> None:
-    """Abort every TCP socket left in namespace `name` (SOCK_DESTROY, `ss -K`).
-
-    A socket its process closed with data still unacknowledged lives on as an orphan,
-    retransmitting for minutes into a path that is gone; it keeps the deleted namespace and its
-    congestion control's struct_ops maps and programs alive (seen by `make soak` after an hour of
-    BETEN: 15 BPF objects of the finished testbed, held by no process). Called once the box's
-    processes have stopped, it finds only such orphans (and TIME_WAIT entries)."""
-    subprocess.run(
-        ["ip", "netns", "exec", name, "ss", "--kill", "--tcp", "--all"],
-        capture_output=True,
-        timeout=10,
-        check=False,  # a namespace already without sockets, or one removed meanwhile
-    )
 
 
 def socket_in_netns(name: str, family: int, kind: int, proto: int = 0) -> socket.socket:
