@@ -1,6 +1,6 @@
 // Results and comparison, on a finished two-run experiment (cubic vs reno) of this spec's own,
 // made through the API: the comparison's chart and table show the numbers the API stored; runs
-// CSV, chart CSV and SVG exports read back; a run's time series, losses by cause and zoom; the
+// CSV, chart CSV and SVG exports read back; both runs' time series overlaid; a run's time series, losses by cause and zoom; the
 // start page leads to the experiment in one click; a scenario with experiments is not deleted.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -59,6 +59,23 @@ ui.step('results: the comparison shows the stored numbers; CSV export', async ()
     page.getByRole('figure', { name: /Goodput per configuration/ }).getByRole('button', { name: 'SVG' }).click(),
   ]);
   assert.match(readFileSync(await svg.path(), 'utf8'), /^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+});
+
+ui.step('comparison: both runs\' time series on one chart, their losses side by side', async () => {
+  const { page } = ui;
+  const exp = await apiGet(`/api/experiments/${experimentId}`);
+  const legend = (name) => page.getByRole('figure', { name }).locator('.u-legend');
+  for (const r of exp.runs) await legend('MODCOD (forward)').getByText(`${r.configuration} (run #${r.id})`, { exact: true }).waitFor();
+  await page.getByLabel('Series', { exact: true }).selectOption({ label: 'TCP delivery rate' });
+  for (const r of exp.runs) await legend('TCP delivery rate').getByText(`${r.configuration} (run #${r.id})`, { exact: true }).waitFor();
+  const row = page.getByTestId('overlay-losses').getByRole('row', { name: /TCP retransmitted segments/ });
+  const want = [];
+  for (const r of exp.runs) {
+    const result = await apiGet(`/api/runs/${r.id}/result`);
+    want.push(String(Object.values(result.hosts).reduce((a, h) => a + h['Tcp.RetransSegs'], 0)));
+  }
+  assert.deepEqual(await row.getByRole('cell').allInnerTexts(), want);
+  await shot(page, '07c-experiment-side-by-side');
 });
 
 ui.step('report: one HTML file with every section opens offline', async () => {

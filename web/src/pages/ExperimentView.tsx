@@ -1,6 +1,7 @@
 // One experiment: live progress and link charts over SSE while it runs; then the comparison
 // (metric vs sweep per configuration with 95% bands, ratios against a baseline with Fieller
-// intervals, fairness) with CSV/SVG/PNG exports, and the scenario's expectations with their verdicts.
+// intervals, fairness, one run per configuration's time series overlaid) with CSV/SVG/PNG exports, and
+// the scenario's expectations with their verdicts.
 import { useMemo, useState } from 'react';
 import { api, canSubmit, ok, raw, type Comparison, type RunOut } from '../api/client.ts';
 import { METRICS, type Metric } from '../api/types.ts';
@@ -9,6 +10,7 @@ import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx
 import { CompareChart } from '../components/CompareChart.tsx';
 import { ExpectationsTable } from '../components/ExpectationsTable.tsx';
 import { LiveLinkCharts, LiveTcpNow } from '../components/LiveTcp.tsx';
+import { SideBySide } from '../components/SideBySide.tsx';
 import { num, Table } from '../components/Table.tsx';
 import { download } from '../lib/csv.ts';
 import { fmtBps, fmtDuration, fmtMetric, fmtNum, fmtSweep, fmtWhen, METRIC_LABELS } from '../lib/format.ts';
@@ -57,7 +59,7 @@ function Explanation({ scenario, configs, sweep }: { scenario: string; configs: 
         <li><strong>Ratio vs baseline</strong> divides each configuration's mean by the baseline's: 1.2 means 20% more. The interval (Fieller's) tells whether the difference is real: if it does not include 1, it is.</li>
         {sweep ? <li>The x axis is the swept field <code>{sweep}</code> (both values of a two-dimensional sweep): how each configuration copes as it changes.</li> : null}
         <li><strong>Fairness</strong> (Jain's index, 1 = perfectly fair) compares connections that share the link; it needs at least two connections.</li>
-        <li>Open a run to see its time series: congestion window, MODCOD and Es/N0 during the fade, queue depth, and losses by cause.</li>
+        <li><strong>Time series side by side</strong> overlays one quantity (MODCOD, Es/N0, TCP delivery rate, RTT, retransmissions, queue) of one run per configuration, or per sweep value, from the senders' start; open a run to see all its series and losses by cause.</li>
       </ul>
     </details>
   );
@@ -259,6 +261,7 @@ export function ExperimentView({ id }: { id: number }) {
           {results.data ? <CompareChart rows={results.data.rows} metric={metric} sweepLabel={sweepLabel} sweepPaths={paths} name={`experiment-${id}-${metric}`} /> : null}
           {comparison.data ? <RatioTable cmp={comparison.data} metric={metric} paths={paths} /> : null}
           {comparison.data ? <Fairness cmp={comparison.data} paths={paths} /> : null}
+          <SideBySide experimentId={id} runs={runs} paths={paths} />
         </section>
       ) : null}
     </div>
