@@ -23,7 +23,7 @@ bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rat
 bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in the path vs the emulator alone
 	@.venv/bin/python tests/bench/gateway_bench.py
 
-bench-beam:  ## Forward beam: model throughput and CPU per Gbit/s for 1, 16 and 64 terminals (crates/linkmodel/examples/beam_speed.rs)
+bench-beam:  ## Forward beam: model throughput, CPU per Gbit/s and peak RSS for 1, 16, 64 and 1000 terminals (crates/linkmodel/examples/beam_speed.rs)
 	@cargo run --release -q -p linkmodel --example beam_speed
 
 bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connection set-up rate (PEPSAL_BIN: side by side)

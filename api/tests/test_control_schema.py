@@ -21,7 +21,8 @@ def test_control_in_has_the_emulators_fields_and_bounds() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("attenuation_db", -50), ("attenuation_db", 100.5), ("ber", 0.6)]
+    ("field", "value"),
+    [("attenuation_db", -50), ("attenuation_db", 100.5), ("ber", 0.6), ("terminal", "Bad name")],
 )
 def test_values_the_emulator_refuses_are_refused(field: str, value: float) -> None:
     with pytest.raises(ValidationError) as err:

@@ -2,8 +2,9 @@
 //!
 //! - `GET /status`   -> `{"uptime_s":..,"forward":DirectionStatus,"return":DirectionStatus}`
 //! - `POST /control` -> body `{"direction":"forward"|"return"|"both", "attenuation_db":..,
-//!   "resume_trace":..,"ber":..,"delay_ms":..}`; 200 with the new status (same document as
-//!   GET /status), or 400 `{"error":"<field>: <reason and limit>"}`. `direction` defaults to `both`.
+//!   "resume_trace":..,"ber":..,"delay_ms":.., "terminal":..}`; 200 with the new status (same
+//!   document as GET /status), or 400 `{"error":"<field>: <reason and limit>"}`. `direction`
+//!   defaults to `both`; `terminal` (a forward beam's terminal) limits it to that terminal.
 //! - `GET /metrics`  -> Prometheus text exposition format 0.0.4.
 //!
 //! Commands reach the direction threads through a channel each thread checks every loop (an
@@ -26,7 +27,7 @@ use std::time::Duration;
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024;
 
-const FIELDS: &str = "direction, attenuation_db, resume_trace, ber, delay_ms";
+const FIELDS: &str = "direction, attenuation_db, resume_trace, ber, delay_ms, terminal";
 
 /// A 400 answer's message, `<field>: <reason>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,12 +111,23 @@ pub fn parse_control(body: &[u8]) -> Result<(ControlTarget, ControlCommand), Bad
             )))
         }
     };
+    let terminal = match obj.get("terminal") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(BadRequest(format!(
+                "terminal: expected a terminal's name (a string), got {}",
+                type_name(other)
+            )))
+        }
+    };
     let request = ControlRequest {
         direction,
         attenuation_db: number(&obj, "attenuation_db")?,
         resume_trace,
         ber: number(&obj, "ber")?,
         delay_ms: number(&obj, "delay_ms")?,
+        terminal,
     };
     request
         .into_command()
@@ -747,9 +759,13 @@ mod tests {
                 attenuation_db: Some(6.5),
                 resume_trace: false,
                 ber: Some(1e-6),
-                delay_ms: Some(135.0)
+                delay_ms: Some(135.0),
+                terminal: None
             }
         );
+        let (t, c) = parse_control(br#"{"terminal":"t1","attenuation_db":3}"#).unwrap();
+        assert_eq!(t, ControlTarget::Forward);
+        assert_eq!(c.terminal.as_deref(), Some("t1"));
         let (t, c) = parse_control(br#"{"resume_trace":true}"#).unwrap();
         assert_eq!(t, ControlTarget::Both);
         assert!(c.resume_trace);
@@ -764,7 +780,7 @@ mod tests {
     #[test]
     fn rejects_unknown_fields_naming_them() {
         let e = parse_control(br#"{"direction":"forward","attenuation":3,"zz":1}"#).unwrap_err();
-        assert_eq!(e.0, "attenuation, zz: unknown field (allowed: direction, attenuation_db, resume_trace, ber, delay_ms)");
+        assert_eq!(e.0, "attenuation, zz: unknown field (allowed: direction, attenuation_db, resume_trace, ber, delay_ms, terminal)");
     }
 
     #[test]
@@ -782,6 +798,8 @@ mod tests {
         assert!(e.0.starts_with("direction: \"up\" is not one of"));
         let e = parse_control(br#"{"resume_trace":1}"#).unwrap_err();
         assert!(e.0.starts_with("resume_trace: expected a boolean"));
+        let e = parse_control(br#"{"terminal":3,"ber":0}"#).unwrap_err();
+        assert!(e.0.starts_with("terminal: expected a terminal's name"));
         let e = parse_control(br#"{"resume_trace":true,"attenuation_db":1}"#).unwrap_err();
         assert!(e.0.starts_with("resume_trace:"));
     }

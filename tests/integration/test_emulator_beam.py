@@ -102,3 +102,40 @@ def test_two_terminals_share_the_carrier_round_robin(
         row = f'satlab_emulator_terminal_modcod_id{{direction="forward",terminal="{t["name"]}"}} '
         assert f"{row}{t['modcod']['id']}" in str(text)
     assert emu.metric("modcod_id", "forward") == clear["modcod"]["id"]
+
+
+def test_control_naming_a_terminal_changes_that_terminal_only(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """POST /control with `terminal` sets that terminal's forward attenuation only; without it,
+    every terminal's; an unknown name or `direction: return` is a 400 naming the field."""
+    emu = emulator(
+        forward={
+            "delay_ms": DELAY_MS,
+            "beam": {"terminals": [{"name": "a", "prefixes": [topo.st_ip]}, {"name": "b"}]},
+        },
+        **{"return": {"delay_ms": DELAY_MS}},
+    )
+
+    def attenuations() -> list[float]:
+        return [t["attenuation_db"] for t in emu.status()["forward"]["terminals"]]
+
+    code, resp = emu.control({"terminal": "b", "attenuation_db": 9.0})
+    assert code == 200, resp
+    assert [t["attenuation_db"] for t in resp["forward"]["terminals"]] == [0.0, 9.0]
+    # The return link (no per-terminal state) is left alone.
+    assert resp["return"]["attenuation_db"] == 0.0
+    code, resp = emu.control({"direction": "forward", "attenuation_db": 4.0})
+    assert code == 200, resp
+    assert attenuations() == [4.0, 4.0]
+    for body, field in (
+        (
+            {"terminal": "zz", "attenuation_db": 1.0},
+            'terminal: no terminal of forward.beam is named "zz"',
+        ),
+        ({"terminal": "a", "direction": "return", "attenuation_db": 1.0}, "direction: "),
+        ({"terminal": 7, "attenuation_db": 1.0}, "terminal: "),
+    ):
+        code, resp = emu.control(body)
+        assert code == 400 and resp["error"].startswith(field), resp
+    assert attenuations() == [4.0, 4.0]

@@ -61,6 +61,13 @@ class ControlIn(BaseModel):
     )
     ber: float | None = _bounded("ber")
     delay_ms: float | None = _bounded("delay_ms")
+    terminal: str | None = Field(
+        None,
+        min_length=CONTROL_SCHEMA["properties"]["terminal"]["minLength"],
+        max_length=CONTROL_SCHEMA["properties"]["terminal"]["maxLength"],
+        pattern=CONTROL_SCHEMA["properties"]["terminal"]["pattern"],
+        description=CONTROL_SCHEMA["properties"]["terminal"]["description"],
+    )
 
 
 # -- API side --
@@ -76,7 +83,7 @@ def request(session: Session, who: Principal, run_id: int, body: ControlIn) -> d
         raise NotFound(f"run {run_id} does not exist")
     who.owns_or_admin(exp.created_by, "run")
     payload = body.model_dump(exclude_none=True)
-    if set(payload) <= {"direction"}:
+    if set(payload) <= {"direction", "terminal"}:
         raise Invalid("(body): give at least one of attenuation_db, resume_trace, ber, delay_ms")
     if run.state != "running":
         raise Conflict(f"run {run_id} is {run.state}; live control needs a running run")

@@ -12,12 +12,29 @@
 //! Time moves as in a [`Direction`]: `enqueue` and `poll` first replay every frame end up to
 //! `now_ns` in order (the ended frame's packets go down its terminal's pipeline, then the next
 //! frame starts).
+//!
+//! Cost at scale (up to 1000 terminals): a packet finds its terminal in a prefix table built
+//! once (`prefix_table.rs`); the scheduler walks only the terminals with data (a bitset,
+//! `terminal_set.rs`); `poll` polls only the terminals something is due at, from a heap of the
+//! busy terminals' next due times (a busy terminal has data, a frame on the air, packets in its
+//! delay line or a drop to report). An idle terminal has nothing due but its ACM reports: they
+//! are applied when it next gets data, and to every idle terminal at most [`IDLE_SWEEP_NS`]
+//! apart (so status shows its MODCOD) without waking the caller for them.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::config::{ConfigError, LinkConfig, LinkKind};
 use crate::control::ControlCommand;
 use crate::direction::{Direction, LinkSetup};
-use crate::terminals::{BeamConfig, BeamPolicy, Prefix};
+use crate::prefix_table::PrefixTable;
+use crate::terminal_set::TerminalSet;
+use crate::terminals::{BeamConfig, BeamPolicy};
 use crate::types::{Dir, DirectionStatus, Outcome, TerminalStatus};
+
+/// Longest time between two polls of an idle terminal (its ACM reports applied, for status), ns:
+/// well under any telemetry period, and 1000 idle terminals cost 100 polls per ms at most.
+const IDLE_SWEEP_NS: u64 = 10_000_000;
 
 /// Checks `forward.beam` (and that `return` has none): the terminals' fields, then each
 /// terminal's link is built (its files loaded).
@@ -58,19 +75,37 @@ pub(crate) fn validate(cfg: &LinkConfig) -> Result<(), ConfigError> {
 #[derive(Debug)]
 struct Terminal {
     name: String,
-    prefixes: Vec<Prefix>,
     weight: f64,
     link: Direction,
-    /// `proportional_fair`: exponential time average of the rate the carrier served it, bit/s.
+    /// `proportional_fair`: exponential time average of the rate the carrier served it, bit/s,
+    /// as of airtime `avg_at_ns` (it decays lazily: see [`Beam::airtime_ns`]).
     avg_bps: f64,
+    avg_at_ns: f64,
     frames: u64,
+    /// Its next due time while busy (the live entry of [`Beam::due`]); `None`: idle.
+    due_ns: Option<u64>,
 }
 
 /// Several terminals on one forward carrier. See the module documentation.
 #[derive(Debug)]
 pub struct Beam {
     terms: Vec<Terminal>,
+    /// Destination prefix -> terminal.
+    table: PrefixTable,
+    /// Terminals with data waiting (every one that has data is in it).
+    backlog: TerminalSet,
+    /// (due time, terminal) of the busy terminals; an entry whose time is no longer the
+    /// terminal's `due_ns` is stale and skipped.
+    due: BinaryHeap<Reverse<(u64, usize)>>,
+    /// When `poll` next polls the idle terminals ([`IDLE_SWEEP_NS`]).
+    next_sweep_ns: u64,
+    /// The least input slack of the terminals (it changes only with `control`).
+    input_slack_ns: u64,
     policy: BeamPolicy,
+    /// `proportional_fair`: total airtime of the frames so far, ns. The averages decay only while
+    /// frames are on the air, each by exp(-airtime / window): a terminal's average is brought to
+    /// this clock when it is read or served, not at every frame for every terminal.
+    airtime_ns: f64,
     /// `proportional_fair`: time constant of the served-rate averages, ns.
     window_ns: f64,
     /// `round_robin`: the terminal looked at first for the next frame.
@@ -89,21 +124,30 @@ pub struct Beam {
 impl Beam {
     /// The beam of a validated configuration with `forward.beam`.
     pub fn new(cfg: &LinkConfig, b: &BeamConfig) -> Result<Self, ConfigError> {
-        let mut terms = Vec::with_capacity(b.terminals.len());
+        let n = b.terminals.len();
+        let mut terms = Vec::with_capacity(n);
         for (k, t) in b.terminals.iter().enumerate() {
             let (link, shift_ns) = b.terminal_link(cfg, k);
             terms.push(Terminal {
                 name: t.name.clone(),
-                prefixes: b.prefixes(k),
                 weight: t.weight,
                 link: Direction::terminal(&link, shift_ns)?,
                 avg_bps: 0.0,
+                avg_at_ns: 0.0,
                 frames: 0,
+                due_ns: None,
             });
         }
-        Ok(Beam {
+        let prefixes: Vec<_> = (0..n).map(|k| b.prefixes(k)).collect();
+        let mut beam = Beam {
             terms,
+            table: PrefixTable::new(&prefixes),
+            backlog: TerminalSet::new(n),
+            due: BinaryHeap::new(),
+            next_sweep_ns: 0,
+            input_slack_ns: 0,
             policy: b.scheduler,
+            airtime_ns: 0.0,
             window_ns: b.fairness_window_ms * 1e6,
             rr_next: 0,
             mixed: b.mixed_frames,
@@ -111,27 +155,88 @@ impl Beam {
             pieces: Vec::new(),
             carrier_free_ns: 0,
             delivered_due: Vec::new(),
-        })
+        };
+        beam.input_slack_ns = beam.least_input_slack_ns();
+        Ok(beam)
     }
 
     /// A packet offered at `now_ns`, queued at the terminal its destination belongs to.
     pub fn enqueue(&mut self, now_ns: u64, frame: Vec<u8>) {
-        self.advance(now_ns);
+        // The header is read first, while the caller's writes are still in the cache.
         let k = self.terminal_of(&frame);
-        self.terms[k].link.enqueue(now_ns, frame);
+        self.advance(now_ns);
+        let link = &mut self.terms[k].link;
+        link.enqueue(now_ns, frame);
+        self.backlog.set(k, link.has_data());
+        // Queued behind a busy terminal's pipeline, a packet changes nothing due before the
+        // next frame; a drop is due at once.
+        if self.terms[k].due_ns.is_none() || self.terms[k].link.drops_pending() {
+            self.refresh_due(k);
+        }
         if self.on_air.is_none() {
             self.start_next(now_ns.max(self.carrier_free_ns));
         }
     }
 
     /// Advances the model to `now_ns` and appends every outcome whose time has come.
+    /// Polls the terminals something is due at (and the idle ones every [`IDLE_SWEEP_NS`]).
     pub fn poll(&mut self, now_ns: u64, out: &mut Vec<Outcome>) {
         self.advance(now_ns);
         self.delivered_due.clear();
-        for t in &mut self.terms {
-            t.link.poll(now_ns, out);
-            self.delivered_due
-                .extend_from_slice(t.link.delivered_due_ns());
+        while let Some(&Reverse((t, k))) = self.due.peek() {
+            if t > now_ns && self.terms[k].due_ns == Some(t) {
+                break;
+            }
+            self.due.pop();
+            if self.terms[k].due_ns == Some(t) {
+                self.poll_one(k, now_ns, out);
+            }
+        }
+        if now_ns >= self.next_sweep_ns {
+            self.next_sweep_ns = now_ns + IDLE_SWEEP_NS;
+            for k in 0..self.terms.len() {
+                if self.terms[k].due_ns.is_none() {
+                    self.poll_one(k, now_ns, out);
+                }
+            }
+        }
+    }
+
+    fn poll_one(&mut self, k: usize, now_ns: u64, out: &mut Vec<Outcome>) {
+        let link = &mut self.terms[k].link;
+        link.poll(now_ns, out);
+        self.delivered_due
+            .extend_from_slice(link.delivered_due_ns());
+        self.refresh_due(k);
+    }
+
+    /// Terminal `k` put a frame on the air: its due time is that frame's if earlier. (When a
+    /// frame ends its packets are due no earlier than it was, so the due time only gets later:
+    /// left as it is, it costs at most one early poll of the terminal.)
+    fn frame_started(&mut self, k: usize) {
+        let t = &mut self.terms[k];
+        let Some(f) = t.link.frame_due_ns() else {
+            return;
+        };
+        if t.due_ns.is_none_or(|d| f < d) {
+            t.due_ns = Some(f);
+            self.due.push(Reverse((f, k)));
+        }
+    }
+
+    /// Puts terminal `k`'s next due time in the heap if it changed (none while it is idle).
+    fn refresh_due(&mut self, k: usize) {
+        let t = &mut self.terms[k];
+        let due = if t.link.is_idle() {
+            None
+        } else {
+            t.link.next_due_ns()
+        };
+        if due != t.due_ns {
+            t.due_ns = due;
+            if let Some(d) = due {
+                self.due.push(Reverse((d, k)));
+            }
         }
     }
 
@@ -140,22 +245,37 @@ impl Beam {
         &self.delivered_due
     }
 
-    /// See [`Direction::next_wakeup_ns`].
+    /// See [`Direction::next_wakeup_ns`]: the earliest of the busy terminals' times and, while
+    /// a terminal is idle, the next poll of the idle ones (O(terminals): not the data plane's
+    /// call).
     pub fn next_wakeup_ns(&self) -> Option<u64> {
-        self.terms
+        let busy = self
+            .terms
             .iter()
-            .filter_map(|t| t.link.next_wakeup_ns())
-            .min()
+            .filter(|t| t.due_ns.is_some())
+            .filter_map(|t| t.link.next_wakeup_ns());
+        let sweep = self
+            .terms
+            .iter()
+            .any(|t| t.due_ns.is_none())
+            .then_some(self.next_sweep_ns);
+        busy.chain(sweep).min()
     }
 
     /// See [`Direction::next_due_ns`]: a frame starts only when another ends (replayed by
-    /// `enqueue` and `poll`), so the earliest of the terminals' times is the beam's.
+    /// `enqueue` and `poll`), so the earliest of the busy terminals' times is the beam's (an
+    /// idle terminal's ACM reports wait for it to get data, or for the sweep). A stale heap top
+    /// (cleared by the next poll) can only make it early.
     pub fn next_due_ns(&self) -> Option<u64> {
-        self.terms.iter().filter_map(|t| t.link.next_due_ns()).min()
+        self.due.peek().map(|&Reverse((t, _))| t)
     }
 
     /// See [`Direction::input_slack_ns`].
     pub fn input_slack_ns(&self) -> u64 {
+        self.input_slack_ns
+    }
+
+    fn least_input_slack_ns(&self) -> u64 {
         self.terms
             .iter()
             .map(|t| t.link.input_slack_ns())
@@ -190,12 +310,30 @@ impl Beam {
         st
     }
 
-    /// Live change at `now_ns`, applied to every terminal (checked before anything changes).
+    /// Live change at `now_ns`, applied to the terminal `cmd.terminal` names, or to every
+    /// terminal (checked before anything changes).
     pub fn control(&mut self, now_ns: u64, cmd: &ControlCommand) -> Result<(), ConfigError> {
         cmd.validate()?;
+        let only = match &cmd.terminal {
+            Some(name) => Some(self.terms.iter().position(|t| &t.name == name).ok_or_else(
+                || {
+                    ConfigError::field(
+                        "terminal",
+                        format!("no terminal of forward.beam is named {name:?}"),
+                    )
+                },
+            )?),
+            None => None,
+        };
         self.advance(now_ns);
-        for t in &mut self.terms {
-            t.link.control(now_ns, cmd)?;
+        for (k, t) in self.terms.iter_mut().enumerate() {
+            if only.is_none_or(|o| o == k) {
+                t.link.control(now_ns, cmd)?;
+            }
+        }
+        self.input_slack_ns = self.least_input_slack_ns();
+        for k in 0..self.terms.len() {
+            self.refresh_due(k);
         }
         Ok(())
     }
@@ -218,18 +356,9 @@ impl Beam {
     /// The terminal of a packet: the longest prefix holding its IPv4 destination (behind an
     /// optional 802.1Q tag); none, or not IPv4: the first terminal.
     fn terminal_of(&self, frame: &[u8]) -> usize {
-        let Some(dst) = ipv4_destination(frame) else {
-            return 0;
-        };
-        let mut best = (0, None::<u8>);
-        for (k, t) in self.terms.iter().enumerate() {
-            for p in t.prefixes.iter().filter(|p| p.contains(dst)) {
-                if best.1.is_none_or(|l| p.len > l) {
-                    best = (k, Some(p.len));
-                }
-            }
-        }
-        best.0
+        ipv4_destination(frame)
+            .and_then(|dst| self.table.lookup(dst))
+            .unwrap_or(0)
     }
 
     /// Replays every frame end up to `now_ns`: the ended frame goes down its terminal's
@@ -254,10 +383,17 @@ impl Beam {
         let Some(k) = pick else {
             return;
         };
-        let served = self.terms[k].link.rate_bps(t_ns);
+        let pf = self.policy == BeamPolicy::ProportionalFair;
+        let served = if pf {
+            self.terms[k].link.rate_bps(t_ns)
+        } else {
+            0.0
+        };
         self.rr_next = (k + 1) % self.terms.len();
         self.terms[k].frames += 1;
         let (end, modcod, room) = self.terms[k].link.start_granted(t_ns);
+        self.backlog.set(k, self.terms[k].link.has_data());
+        self.frame_started(k);
         self.carrier_free_ns = end;
         self.on_air = Some(end);
         self.pieces.clear();
@@ -265,51 +401,66 @@ impl Beam {
         if self.mixed {
             self.fill(k, t_ns, end, modcod, room);
         }
-        if self.policy == BeamPolicy::ProportionalFair {
-            // Over the frame's airtime, terminal k is served at its rate and the others at 0.
-            let keep = (-((end - t_ns) as f64) / self.window_ns).exp();
-            for (j, t) in self.terms.iter_mut().enumerate() {
-                let r = if j == k { served } else { 0.0 };
-                t.avg_bps = keep * t.avg_bps + (1.0 - keep) * r;
-            }
+        if pf {
+            self.served(k, (end - t_ns) as f64, served);
         }
     }
 
+    /// `proportional_fair`: terminal `k` was served at `rate_bps` for `air_ns` of airtime, the
+    /// others at 0 (their averages decay lazily: see `avg_now`).
+    fn served(&mut self, k: usize, air_ns: f64, rate_bps: f64) {
+        let keep = (-air_ns / self.window_ns).exp();
+        let avg = self.avg_now(k);
+        self.airtime_ns += air_ns;
+        let t = &mut self.terms[k];
+        t.avg_bps = keep * avg + (1.0 - keep) * rate_bps;
+        t.avg_at_ns = self.airtime_ns;
+    }
+
+    /// `proportional_fair`: terminal `k`'s average served rate at the airtime clock, bit/s.
+    fn avg_now(&self, k: usize) -> f64 {
+        let t = &self.terms[k];
+        t.avg_bps * (-(self.airtime_ns - t.avg_at_ns) / self.window_ns).exp()
+    }
+
     /// Gives the `room` bytes terminal `k`'s frame (MODCOD row `modcod`) leaves to the other
-    /// terminals that can decode it, in turn from `rr_next`.
+    /// terminals with data that can decode it, in turn from `rr_next`.
     fn fill(&mut self, k: usize, t_ns: u64, end: u64, modcod: usize, mut room: u32) {
-        let n = self.terms.len();
-        for j in (0..n).map(|i| (self.rr_next + i) % n).filter(|&j| j != k) {
+        let mut d = 0;
+        while let Some((j, dj)) = self.backlog.next_in_turn(self.rr_next, d) {
+            d = dj + 1;
             if room == 0 {
                 break;
             }
-            let used = self.terms[j].link.take_piece(t_ns, end, modcod, room);
+            if j == k {
+                continue;
+            }
+            let link = &mut self.terms[j].link;
+            let used = link.take_piece(t_ns, end, modcod, room);
+            self.backlog.set(j, link.has_data());
             if used > 0 {
                 room -= used;
                 self.pieces.push(j);
+                self.frame_started(j);
             }
         }
     }
 
     /// The first terminal with data from `rr_next` on.
     fn pick_round_robin(&self) -> Option<usize> {
-        let n = self.terms.len();
-        (0..n)
-            .map(|i| (self.rr_next + i) % n)
-            .find(|&k| self.terms[k].link.has_data())
+        self.backlog.next_in_turn(self.rr_next, 0).map(|(k, _)| k)
     }
 
     /// The terminal with data maximising weight x rate now / average served rate (ties: the
     /// first from `rr_next` on; a terminal never served yet counts as infinitely behind).
     fn pick_proportional_fair(&mut self, t_ns: u64) -> Option<usize> {
-        let n = self.terms.len();
         let mut best: Option<(usize, f64)> = None;
-        for k in (0..n).map(|i| (self.rr_next + i) % n) {
+        let mut d = 0;
+        while let Some((k, dk)) = self.backlog.next_in_turn(self.rr_next, d) {
+            d = dk + 1;
+            let avg = self.avg_now(k);
             let t = &mut self.terms[k];
-            if !t.link.has_data() {
-                continue;
-            }
-            let m = t.weight * t.link.rate_bps(t_ns) / t.avg_bps.max(f64::MIN_POSITIVE);
+            let m = t.weight * t.link.rate_bps(t_ns) / avg.max(f64::MIN_POSITIVE);
             if best.is_none_or(|(_, b)| m > b) {
                 best = Some((k, m));
             }
@@ -338,6 +489,7 @@ fn ipv4_destination(frame: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::model::Model;
+    use crate::types::LossCause;
 
     /// A 1514-byte Ethernet frame with an IPv4 header for `dst` (10.0.2.`dst`).
     fn packet(dst: u8) -> Vec<u8> {
@@ -518,6 +670,132 @@ mod tests {
         assert_eq!(att(2700), (0.0, 0.0));
     }
 
+    /// Runs `arrivals` (time, destination 10.0.2.x, id) through beam `b`, waking at the arrivals
+    /// and at the times `next` gives; returns (id, poll time, delivered) of every outcome, and
+    /// the number of polls. Every delivery comes out at its model time, every queue drop at the
+    /// packet's arrival (not later).
+    fn drive(
+        mut b: Beam,
+        arrivals: &[(u64, u8, u32)],
+        next: fn(&Beam) -> Option<u64>,
+    ) -> (Vec<(u32, u64, bool)>, usize) {
+        let (mut got, mut out, mut polls) = (Vec::new(), Vec::new(), 0);
+        let (mut i, mut now) = (0, 0);
+        let end = arrivals.last().unwrap().0 + 200_000_000;
+        while now < end {
+            while i < arrivals.len() && arrivals[i].0 <= now {
+                let (t, dst, id) = arrivals[i];
+                let mut p = packet(dst);
+                p.truncate(200 + (id as usize * 37) % 1300);
+                p[50..54].copy_from_slice(&id.to_be_bytes());
+                b.enqueue(t, p);
+                i += 1;
+            }
+            b.poll(now, &mut out);
+            polls += 1;
+            assert!(
+                b.delivered_due_ns().iter().all(|&d| d == now),
+                "late at {now}"
+            );
+            for o in out.drain(..) {
+                let dropped = matches!(
+                    o,
+                    Outcome::Lost {
+                        cause: LossCause::QueueDrop,
+                        ..
+                    }
+                );
+                let (frame, delivered) = match o {
+                    Outcome::Deliver { frame, .. } => (frame, true),
+                    Outcome::Lost { frame, .. } => (frame, false),
+                };
+                let id = u32::from_be_bytes(frame[50..54].try_into().unwrap());
+                assert!(!dropped || arrivals[id as usize].0 == now, "drop {id} late");
+                got.push((id, now, delivered));
+            }
+            let arrival = arrivals.get(i).map(|a| a.0);
+            let wake = [next(&b), arrival].into_iter().flatten().min();
+            now = wake.unwrap_or(end).max(now + 1);
+        }
+        (got, polls)
+    }
+
+    #[test]
+    fn waking_only_for_the_terminals_due_gives_every_outcome_on_time() {
+        // 40 terminals, bursts to a few and gaps (terminals go idle and busy again), queues
+        // that overflow, a faded terminal, mixed frames.
+        let terminals: Vec<String> = (1..=40)
+            .map(|k| {
+                let rain = if k == 3 {
+                    ", attenuation: {type: constant, value_db: 5}"
+                } else {
+                    ""
+                };
+                format!("{{name: t{k}, prefixes: [10.0.2.{k}]{rain}}}")
+            })
+            .collect();
+        let mut arrivals = Vec::new();
+        let mut t = 1_000_000;
+        for id in 0..2000u32 {
+            t += if id % 400 < 250 { 2_000 } else { 60_000 };
+            let dst = if id % 400 < 250 {
+                1 + (id % 4) as u8
+            } else {
+                1 + (id % 40) as u8
+            };
+            arrivals.push((t, dst, id));
+        }
+        for scheduler in ["round_robin", "proportional_fair"] {
+            let yaml = format!(
+                "forward: {{delay_ms: 20, symbol_rate_baud: 2.0e7, acm: {{refresh_ms: 7}}, \
+                 queue: {{limit_packets: 30, limit_bytes: 1000000}}, \
+                 beam: {{scheduler: {scheduler}, mixed_frames: true, terminals: [{}]}}}}",
+                terminals.join(", ")
+            );
+            let cfg = LinkConfig::from_yaml_str(&yaml).unwrap();
+            let b = || Beam::new(&cfg, cfg.forward.beam.as_ref().unwrap()).unwrap();
+            let (every, pe) = drive(b(), &arrivals, Beam::next_wakeup_ns);
+            let (due, pd) = drive(b(), &arrivals, Beam::next_due_ns);
+            assert_eq!(every, due, "{scheduler}");
+            assert!(
+                pd < pe,
+                "{scheduler}: {pd} polls, {pe} waking at every event"
+            );
+            assert_eq!(due.len(), arrivals.len(), "{scheduler}");
+            assert!(due.iter().any(|o| !o.2), "{scheduler}: some queue drops");
+        }
+    }
+
+    #[test]
+    fn a_control_naming_a_terminal_changes_that_terminal_only() {
+        let mut b = beam(
+            "round_robin",
+            "[{name: a, prefixes: [10.0.2.1]}, {name: b, prefixes: [10.0.2.2]}]",
+        );
+        let cmd = |terminal: Option<&str>, db| ControlCommand {
+            attenuation_db: Some(db),
+            terminal: terminal.map(str::to_string),
+            ..Default::default()
+        };
+        let att = |b: &Beam| {
+            let st = b.status(1_000_000);
+            (
+                st.terminals[0].attenuation_db,
+                st.terminals[1].attenuation_db,
+            )
+        };
+        b.control(1_000_000, &cmd(Some("b"), 7.0)).unwrap();
+        assert_eq!(att(&b), (0.0, 7.0));
+        b.control(1_000_000, &cmd(None, 3.0)).unwrap();
+        assert_eq!(att(&b), (3.0, 3.0));
+        let e = b.control(1_000_000, &cmd(Some("zz"), 1.0)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "terminal: no terminal of forward.beam is named \"zz\""
+        );
+        assert_eq!(att(&b), (3.0, 3.0));
+    }
+
     #[test]
     fn one_beam_runs_as_a_model() {
         let cfg = LinkConfig::from_yaml_str(
@@ -550,12 +828,12 @@ mod tests {
         );
         assert_eq!(
             err("[]"),
-            "forward.beam.terminals: 0 terminals; a beam has 1 to 64"
+            "forward.beam.terminals: 0 terminals; a beam has 1 to 1000"
         );
-        let many: Vec<String> = (0..65).map(|k| format!("{{name: t{k}}}")).collect();
+        let many: Vec<String> = (0..1001).map(|k| format!("{{name: t{k}}}")).collect();
         assert_eq!(
             err(&format!("[{}]", many.join(", "))),
-            "forward.beam.terminals: 65 terminals; a beam has 1 to 64"
+            "forward.beam.terminals: 1001 terminals; a beam has 1 to 1000"
         );
         assert!(err("[{name: a, prefixes: [10.0.2.0/40]}]")
             .starts_with("forward.beam.terminals[0].prefixes[0]: \"10.0.2.0/40\""));

@@ -97,25 +97,47 @@ pub struct ControlRequest {
     #[serde(default)]
     #[schemars(range(min = DELAY_MS.lo, max = DELAY_MS.hi), extend("x-unit" = "ms"))]
     pub delay_ms: Option<f64>,
+    /// A terminal of the forward beam (`forward.beam.terminals[].name`): the settings apply to
+    /// its forward link only (the return link has no per-terminal settings: `direction` both
+    /// means forward, return is refused). Without it, to every terminal.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 32), regex(pattern = r"^[a-z0-9_-]+$"))]
+    pub terminal: Option<String>,
 }
 
 impl ControlRequest {
     /// The command for the direction threads, after the request's own rules.
     pub fn into_command(self) -> Result<(ControlTarget, ControlCommand), ConfigError> {
+        let mut direction = self.direction;
+        if self.terminal.is_some() {
+            if direction == ControlTarget::Return {
+                return Err(ConfigError::field(
+                    "direction",
+                    "return with terminal: a terminal's settings are its forward link's (give \
+                     forward or both)",
+                ));
+            }
+            direction = ControlTarget::Forward;
+        }
         let cmd = ControlCommand {
             attenuation_db: self.attenuation_db,
             resume_trace: self.resume_trace.unwrap_or(false),
             ber: self.ber,
             delay_ms: self.delay_ms,
+            terminal: self.terminal,
         };
         cmd.validate()?;
-        if cmd == ControlCommand::default() {
+        let settings = ControlCommand {
+            terminal: None,
+            ..cmd.clone()
+        };
+        if settings == ControlCommand::default() {
             return Err(ConfigError::field(
                 "body",
                 "no setting given (attenuation_db, resume_trace, ber or delay_ms)",
             ));
         }
-        Ok((self.direction, cmd))
+        Ok((direction, cmd))
     }
 }
 
@@ -135,6 +157,9 @@ pub struct ControlCommand {
     /// See [`ControlRequest::delay_ms`].
     #[serde(default)]
     pub delay_ms: Option<f64>,
+    /// See [`ControlRequest::terminal`] (applied by the forward beam, `beam.rs`).
+    #[serde(default)]
+    pub terminal: Option<String>,
 }
 
 impl ControlCommand {
@@ -197,5 +222,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("resume_trace:"));
+    }
+
+    #[test]
+    fn a_terminal_request_goes_to_the_forward_direction_only() {
+        let req = |direction| ControlRequest {
+            direction,
+            attenuation_db: Some(3.0),
+            terminal: Some("a".into()),
+            ..Default::default()
+        };
+        let (t, cmd) = req(ControlTarget::Both).into_command().unwrap();
+        assert_eq!(t, ControlTarget::Forward);
+        assert_eq!(cmd.terminal.as_deref(), Some("a"));
+        let e = req(ControlTarget::Return).into_command().unwrap_err();
+        assert!(e.to_string().starts_with("direction: "), "{e}");
+        let alone = ControlRequest {
+            terminal: Some("a".into()),
+            ..Default::default()
+        };
+        let e = alone.into_command().unwrap_err();
+        assert!(e.to_string().starts_with("body: no setting given"), "{e}");
     }
 }

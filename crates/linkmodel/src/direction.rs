@@ -237,21 +237,26 @@ impl Direction {
     /// replay them in order, so a caller that polls at these times (and reads its input before
     /// each poll) gets exactly the same outcomes with fewer wake-ups.
     pub fn next_due_ns(&self) -> Option<u64> {
-        let frame_due = self.scheduler.frame_end_ns().map(|end| {
-            if self.reorder.is_some() {
-                end
-            } else {
-                end.saturating_add(self.delay.at(end))
-            }
-        });
         earliest([
             self.first_drop_ns(),
-            frame_due,
+            self.frame_due_ns(),
             self.line.next_time(),
             self.scheduler.next_report_arrival_ns(),
             // DAMA: a burst starts in its slot, a superframe's grant frees a waiting burst.
             self.scheduler.next_timer_ns(),
         ])
+    }
+
+    /// The earliest time a packet of the frame on the air could come out: its end plus the delay
+    /// then, or its end when reordering may pull packets forward.
+    pub(crate) fn frame_due_ns(&self) -> Option<u64> {
+        self.scheduler.frame_end_ns().map(|end| {
+            if self.reorder.is_some() {
+                end
+            } else {
+                end.saturating_add(self.delay.at(end))
+            }
+        })
     }
 
     /// A lower bound of the time between a packet's arrival and the earliest outcome it can
@@ -323,6 +328,7 @@ impl Direction {
     pub(crate) fn terminal(cfg: &LinkConfig, shift_ns: u64) -> Result<Self, ConfigError> {
         let mut d = Direction::new(cfg, Dir::Forward)?;
         d.scheduler.gate();
+        d.queue.release_reserve();
         d.channel.shift_downlink(shift_ns);
         Ok(d)
     }
@@ -330,6 +336,20 @@ impl Direction {
     /// Whether data waits for a frame.
     pub(crate) fn has_data(&self) -> bool {
         self.scheduler.has_data(&self.queue)
+    }
+
+    /// Whether queue drops wait for the next poll.
+    pub(crate) fn drops_pending(&self) -> bool {
+        !self.queue_drops.is_empty()
+    }
+
+    /// Whether nothing is pending but ACM reports: no data, no frame on the air, nothing in the
+    /// delay line, no drop to report.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.has_data()
+            && self.scheduler.frame_end_ns().is_none()
+            && self.line.is_empty()
+            && self.queue_drops.is_empty()
     }
 
     /// The useful rate of the MODCOD the ACM loop would give a frame at `t_ns`, bit/s.

@@ -23,6 +23,8 @@
 pub mod beam;
 pub mod direction;
 pub mod model;
+mod prefix_table;
+mod terminal_set;
 pub mod terminals;
 // The stages of a pipeline, in packet order.
 // 1. queue (per-class queues: classes)

@@ -65,8 +65,16 @@ impl Model {
         each!(self, m => m.status(now_ns))
     }
 
+    /// Live change at `now_ns`; one naming a terminal needs a beam.
     pub fn control(&mut self, now_ns: u64, cmd: &ControlCommand) -> Result<(), ConfigError> {
-        each!(self, m => m.control(now_ns, cmd))
+        match self {
+            Model::One(_) if cmd.terminal.is_some() => Err(ConfigError::field(
+                "terminal",
+                "this link has no forward.beam: a request names no terminal",
+            )),
+            Model::One(m) => m.control(now_ns, cmd),
+            Model::Beam(m) => m.control(now_ns, cmd),
+        }
     }
 
     pub fn link_totals(&self) -> (u64, u64) {

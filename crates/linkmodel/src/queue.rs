@@ -75,6 +75,14 @@ impl Queue {
         self.len() == 0
     }
 
+    /// Gives back the room a FIFO reserves up front: a beam's terminal (most of them idle) grows
+    /// its queue as packets come.
+    pub(crate) fn release_reserve(&mut self) {
+        if let Queue::Fifo(q) = self {
+            q.packets.shrink_to_fit();
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Queue::Fifo(q) => q.len(),

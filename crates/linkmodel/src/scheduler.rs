@@ -276,9 +276,11 @@ impl Scheduler {
         }
     }
 
-    /// Frames start only through [`Scheduler::start_frame`], called by the beam's carrier.
+    /// Frames start only through [`Scheduler::start_frame`], called by the beam's carrier. A
+    /// terminal's buffers grow as it gets data (most terminals of a big beam are idle).
     pub(crate) fn gate(&mut self) {
         self.gated = true;
+        self.completes.shrink_to_fit();
     }
 
     /// Whether data waits for a frame (a queued packet or a partly sent one).
@@ -457,7 +459,8 @@ impl Scheduler {
 
     /// Puts a piece of another terminal's frame on the air (a beam's mixed frames): this
     /// terminal's packets in the `room` bytes left in a frame at MODCOD row `modcod` that started
-    /// at `t_ns` and ends at `end_ns`. Returns the GSE bytes it took.
+    /// at `t_ns` and ends at `end_ns`. Returns the GSE bytes it took (none: no piece, and no
+    /// frame on the air for this terminal).
     pub(crate) fn start_piece(
         &mut self,
         t_ns: u64,
@@ -473,6 +476,9 @@ impl Scheduler {
             &mut queue.at(t_ns),
             &mut self.completes,
         );
+        if packed.gse_bytes == 0 {
+            return 0;
+        }
         self.gse_bytes_sent += packed.gse_bytes as u64;
         self.link_free_ns = end_ns;
         self.frame = Some(InFlight {

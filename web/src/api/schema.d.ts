@@ -1095,6 +1095,13 @@ export interface components {
              * @description Replace the propagation delay source by a fixed one-way delay.
              */
             delay_ms?: number | null;
+            /**
+             * Terminal
+             * @description A terminal of the forward beam (`forward.beam.terminals[].name`): the settings apply to
+             *     its forward link only (the return link has no per-terminal settings: `direction` both
+             *     means forward, return is refused). Without it, to every terminal.
+             */
+            terminal?: string | null;
         };
         /** ControlOut */
         ControlOut: {
@@ -2324,12 +2331,6 @@ export interface components {
          */
         Withhold: {
             /**
-             * Immediate Dupacks
-             * @description dupACKs sent at once (0 for senders using Limited Transmit)
-             * @default 2
-             */
-            immediate_dupacks: number;
-            /**
              * History Episodes
              * @description reordering episodes whose largest stride is kept
              * @default 16
@@ -2341,6 +2342,12 @@ export interface components {
              * @default 0.125
              */
             iat_weight: number;
+            /**
+             * Immediate Dupacks
+             * @description dupACKs sent at once (0 for senders using Limited Transmit)
+             * @default 2
+             */
+            immediate_dupacks: number;
             /**
              * Initial Threshold Packets
              * @description threshold before any reordering is recorded
