@@ -15,8 +15,8 @@ namespaces are made per run. The box's three Docker interfaces are its only fixe
 
 Every LAN p (1..K+1) is a bridge `brP` in this box's own namespace, joined by veths to its router
 (r_p's `lan`; LAN K+1's router is the gw box, across `hoplan`) and its cross hosts (`eth0`), as
-topology.build's LAN bridges are; the addresses and routes are satlab.agent.namespaces' plan. The gw box
-gives up 10.250.1.1 and takes hop K's and LAN K+1's addresses by POST /addressing
+topology.build's LAN bridges are; the addresses and routes are satlab.agent.namespaces' plan. The
+gw box gives up 10.250.1.1 and takes hop K's and LAN K+1's addresses by POST /addressing
 (satlab.testbed.containers). With no hops the box has no namespace, and the servers' LAN is the
 gw box's, as before.
 """
