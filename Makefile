@@ -60,12 +60,12 @@ reproduce: setup  ## Every paper reproduction (full set, hours): on the service 
 	  .venv/bin/satlab reproduce --subset full --local; \
 	fi
 
-phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver): PER(Es/N0) tables of every MODCOD, normal and short frames, into crates/linkmodel/src/data/per/ (many hours; resumable: run it again)
+phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver, min-sum LDPC): PER(Es/N0) tables of every MODCOD, normal and short frames, into crates/linkmodel/src/data/per/ (hours; resumable: run it again)
 	@t0=$$SECONDS; \
 	.venv/bin/satlab phy calibrate --modcod all --frame short --relative --esn0=-1.5:1.0:0.1 \
-	  --frames 2000 --out crates/linkmodel/src/data/per/dvbs2-short.csv && \
-	.venv/bin/satlab phy calibrate --modcod all --frame normal --relative --esn0=-0.8:0.4:0.05 \
-	  --frames 1000 --out crates/linkmodel/src/data/per/dvbs2-normal.csv; \
+	  --frames 2000 --probe-frames 100 --stop-after-zero 1 --out crates/linkmodel/src/data/per/dvbs2-short.csv && \
+	.venv/bin/satlab phy calibrate --modcod all --frame normal --relative --esn0=-0.8:0.6:0.05 \
+	  --frames 2000 --probe-frames 100 --stop-after-zero 1 --out crates/linkmodel/src/data/per/dvbs2-normal.csv; \
 	rc=$$?; echo "make phy-tables: $$((SECONDS - t0)) s"; exit $$rc
 
 stop:  ## Stop the project's PostgreSQL

@@ -89,13 +89,22 @@ def test_round_trip_low_esn0_fails(tmp_path: Path) -> None:
 def test_tiny_calibration_makes_a_table_the_emulator_accepts(tmp_path: Path) -> None:
     table = tmp_path / "per-short.csv"
     logs: list[str] = []
+    # Probed with 2 frames a point up to the first without error (2 dB), then 6 frames a point
+    # from the point before it (-1 dB) on.
     pts = cal.calibrate(
-        [4], "short", False, [-1.0, 2.0], False, 6, table, command="test", log=logs.append
-    )
+        [4], "short", False, [-1.0, 2.0], False, 6, table, command="test", probe_frames=2,
+        log=logs.append,
+    )  # fmt: skip
+    assert [m.split(" dB: ")[1].split(",")[0] for m in logs] == [
+        "PER 1 (2/2",
+        "PER 0 (0/2",
+        "PER 1 (6/6",
+        "PER 0 (0/6",
+    ], logs
     by_esn0 = {r["esn0_db"]: r for r in pts}
     assert by_esn0[-1.0]["errors"] == 6 and by_esn0[2.0]["errors"] == 0, pts
     text = table.read_text()
-    assert "# command: test" in text and "frames per point: 6" in text
+    assert "# command: test" in text and "frames per point: 6 (2 above" in text
     assert "4,-1.00,1  # QPSK 1/2: 6/6 frames, 95% CI [0.541, 1]" in text, text
     assert "4,2.00,0  # QPSK 1/2: 0/6 frames, 95% CI [0, 0.459]" in text, text
     link = tmp_path / "link.yaml"
@@ -119,9 +128,10 @@ def test_tiny_calibration_makes_a_table_the_emulator_accepts(tmp_path: Path) -> 
     # Resumed: a second run finds both points done and simulates nothing.
     logs.clear()
     cal.calibrate(
-        [4], "short", False, [-1.0, 2.0], False, 6, table, command="test", log=logs.append
-    )
-    assert len(logs) == 2 and all("done before" in m for m in logs), logs
+        [4], "short", False, [-1.0, 2.0], False, 6, table, command="test", probe_frames=2,
+        log=logs.append,
+    )  # fmt: skip
+    assert len(logs) == 4 and all("done before" in m for m in logs), logs
 
 
 def test_clopper_pearson() -> None:
@@ -147,3 +157,34 @@ def test_cli_rejects_bad_ranges(tmp_path: Path) -> None:
         cwd=ROOT / "api",
     )
     assert r.returncode == 2 and "--modcod 29 is outside [1, 28]" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run(
+        satlab + args + ["--esn0=0:1:0.5", "--minsum-offset", "3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "api",
+    )
+    assert r.returncode == 2 and "--minsum-offset 3.0 is outside [0, 2]" in r.stdout, (
+        r.stdout + r.stderr
+    )
+
+
+def test_decoders_meet_the_same_frames_and_keep_their_own_points() -> None:
+    ours = cal.Point(4, "short", False, 1.0, 50)
+    ref = cal.Point(4, "short", False, 1.0, 50, cal.Decoder("HLTanhf32"))
+    assert ours.key() == "4/short/nopilots/1.0000/minsum-s1-o0.4x50"
+    assert ref.key() == "4/short/nopilots/1.0000/HLTanhf32x50"
+    assert [ours.seed(b) for b in range(3)] == [ref.seed(b) for b in range(3)]
+    assert ours.seed(0) != ours.seed(1)
+
+
+def test_receiver_refuses_an_unknown_decoder(tmp_path: Path) -> None:
+    iq, ref = tmp_path / "rx.iq", tmp_path / "ref.bin"
+    iq.write_bytes(b"")
+    ref.write_bytes(b"")
+    r = subprocess.run(
+        [str(RX), "--modcod", "4", "--frame", "short", "--iq", str(iq), "--ref", str(ref)]
+        + ["--decoder", "Fastest"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and '--decoder "Fastest" is neither minsum' in r.stderr, r.stderr

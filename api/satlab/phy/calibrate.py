@@ -34,8 +34,6 @@ MODCOD_FILE = REPO_ROOT / "crates" / "linkmodel" / "src" / "data" / "dvbs2_modco
 GR_PYTHON = "/usr/bin/python3"
 # Frames per transmitter run: bounds the IQ written at once (a normal 8PSK frame is 175 kB).
 BATCH = {"short": 200, "normal": 50}
-# ldpc-toolbox decoder the receiver uses (why: crates/dvbs2phy/src/receiver.rs).
-DECODER = "HLTanhf32"
 
 
 class CalibrationError(Exception):
@@ -97,21 +95,63 @@ def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
+class Decoder:
+    """The receiver's LDPC decoder: `minsum` (ours, crates/dvbs2phy/src/minsum.rs: layered
+    min-sum with the check rule max(scale x min - offset, 0); default offset min-sum, offset
+    0.4) or one of ldpc-toolbox's (the reference: HLTanhf32, layered sum-product)."""
+
+    name: str = "minsum"
+    scale: float = 1.0
+    offset: float = 0.4
+
+    def check(self) -> None:
+        """The min-sum parameters' ranges (satlab-phy's); an unknown decoder name is refused by
+        the receiver, naming --decoder."""
+        if not self.name.isalnum():
+            raise CalibrationError(f"--decoder {self.name!r} is not a decoder name")
+        if not 0.5 <= self.scale <= 1.0:
+            raise CalibrationError(f"--minsum-scale {self.scale} is outside [0.5, 1]")
+        if not 0.0 <= self.offset <= 2.0:
+            raise CalibrationError(f"--minsum-offset {self.offset} is outside [0, 2]")
+
+    def tag(self) -> str:
+        """The decoder's part of a state key: points of different decoders are kept apart."""
+        if self.name != "minsum":
+            return self.name
+        return f"minsum-s{self.scale:g}-o{self.offset:g}"
+
+    def args(self) -> list[str]:
+        out = ["--decoder", self.name]
+        if self.name == "minsum":
+            out += ["--minsum-scale", f"{self.scale:g}", "--minsum-offset", f"{self.offset:g}"]
+        return out
+
+    def describe(self) -> str:
+        if self.name != "minsum":
+            return f"ldpc-toolbox {self.name}"
+        return f"layered min-sum (dvbs2phy), scale {self.scale:g}, offset {self.offset:g}"
+
+
+@dataclass(frozen=True)
 class Point:
     modcod: int
     frame: str
     pilots: bool
     esn0_db: float
     max_iterations: int
+    decoder: Decoder = Decoder()
+
+    def frames_key(self) -> str:
+        p = "pilots" if self.pilots else "nopilots"
+        return f"{self.modcod}/{self.frame}/{p}/{self.esn0_db:.4f}"
 
     def key(self) -> str:
-        p = "pilots" if self.pilots else "nopilots"
-        dec = f"{DECODER}x{self.max_iterations}"
-        return f"{self.modcod}/{self.frame}/{p}/{self.esn0_db:.4f}/{dec}"
+        return f"{self.frames_key()}/{self.decoder.tag()}x{self.max_iterations}"
 
     def seed(self, batch: int) -> int:
-        """Transmitter seed (TS payload, channel noise) of one batch: a table reproduces exactly."""
-        h = hashlib.sha256(f"{self.key()}/{batch}".encode()).digest()
+        """Transmitter seed (TS payload, channel noise) of one batch: a table reproduces exactly,
+        and every decoder meets the same frames at a point (the seed leaves the decoder out)."""
+        h = hashlib.sha256(f"{self.frames_key()}/{batch}".encode()).digest()
         return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
 
 
@@ -139,7 +179,7 @@ def run_point(pt: Point, frames: int, workdir: Path) -> dict[str, Any]:
             raise CalibrationError(f"transmitter failed ({shlex.join(tx)}):\n{r.stderr.strip()}")
         cmd = [str(rx), "--modcod", str(pt.modcod), "--frame", pt.frame, "--iq", str(iq)]
         cmd += ["--ref", str(ref), "--esn0", f"{pt.esn0_db}", "--quiet"]
-        cmd += ["--max-iterations", str(pt.max_iterations), "--decoder", DECODER]
+        cmd += ["--max-iterations", str(pt.max_iterations)] + pt.decoder.args()
         cmd += ["--pilots"] if pt.pilots else []
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -188,15 +228,18 @@ def load_state(path: Path) -> dict[str, dict[str, Any]]:
 
 def write_table(out: Path, points: list[dict[str, Any]], header: dict[str, Any]) -> None:
     t13 = table13()
+    probe = ""
+    if header.get("probe_frames"):
+        probe = f" ({header['probe_frames']} above the waterfall's end: --probe-frames)"
     lines = [
         "# DVB-S2 PER(Es/N0), AWGN, measured on the waveform: GNU Radio 3.10 gr-dtv transmitter",
         "# (BBHEADER, BB scrambling, BCH, LDPC, bit interleaver, EN 302 307-1 mapper, PL framing",
-        "# and scrambling) -> gr-channels AWGN -> dvbs2phy receiver (max-log demapper,",
-        "# ldpc-toolbox layered sum-product LDPC decoder, BCH decoder). A frame is in error when",
-        "# its BBFRAME is not delivered bit-exact. Es/N0 per PL symbol (unit-energy points).",
+        "# and scrambling) -> gr-channels AWGN -> dvbs2phy receiver (max-log demapper, LDPC",
+        "# decoder, BCH decoder). A frame is in error when its BBFRAME is not delivered",
+        "# bit-exact. Es/N0 per PL symbol (unit-energy points).",
         f"# command: {header['command']}",
         f"# frame: {header['frame']}; pilots: {'on' if header['pilots'] else 'off'}; "
-        f"frames per point: {header['frames']}; LDPC: {header['decoder']}, at most "
+        f"frames per point: {header['frames']}{probe}; LDPC: {header['decoder']}, at most "
         f"{header['max_iterations']} layered iterations",
         "# per row: frames simulated, frame errors and the binomial 95 % confidence interval of",
         "# the PER (Clopper-Pearson); PER 0: no error in that many frames (bound in the CI).",
@@ -214,6 +257,59 @@ def write_table(out: Path, points: list[dict[str, Any]], header: dict[str, Any])
     tmp.replace(out)
 
 
+@dataclass
+class _Run:
+    """What the points of one calibration share: where they go and how they are decoded."""
+
+    frame: str
+    pilots: bool
+    max_iterations: int
+    decoder: Decoder
+    out: Path
+    header: dict[str, Any]
+    state_path: Path
+    state: dict[str, dict[str, Any]]
+    table: dict[str, dict[str, Any]]
+    workdir: Path
+    log: Any
+
+    def point(self, m: int, esn0_db: float, frames: int) -> dict[str, Any]:
+        """One point with at least `frames` frames: from the state, or simulated and recorded."""
+        pt = Point(m, self.frame, self.pilots, esn0_db, self.max_iterations, self.decoder)
+        rec = self.state.get(pt.key())
+        if rec is not None and rec["frames"] >= frames:
+            self.log(f"MODCOD {m} {esn0_db:.2f} dB: done before ({rec['errors']}/{rec['frames']})")
+        else:
+            rec = run_point(pt, frames, self.workdir)
+            with self.state_path.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+            self.state[pt.key()] = rec
+            mod, rate, _ = table13()[m]
+            lo, hi = rec["ci95"]
+            self.log(
+                f"MODCOD {m} ({mod} {rate}) {self.frame} Es/N0 {esn0_db:.2f} dB: "
+                f"PER {rec['per']:.3g} ({rec['errors']}/{rec['frames']}, 95% CI [{lo:.3g}, "
+                f"{hi:.3g}]), {rec['mean_iterations']:.1f} iterations, decoder "
+                f"{rec['frames'] / rec['decoder_cpu_s']:.1f} frames per CPU second"
+            )
+        self.table[pt.key()] = rec
+        write_table(self.out, list(self.table.values()), self.header)
+        return rec
+
+    def sweep(self, m: int, values: list[float], frames: int, stop_after_zero: int) -> int:
+        """Points in order until `stop_after_zero` in a row without error; returns the index in
+        `values` of the first point without error (len(values) if none)."""
+        zeros, first_clean = 0, len(values)
+        for i, e in enumerate(values):
+            rec = self.point(m, e, frames)
+            zeros = zeros + 1 if rec["errors"] == 0 else 0
+            if zeros == 1:
+                first_clean = min(first_clean, i)
+            if stop_after_zero and zeros >= stop_after_zero:
+                break
+        return first_clean
+
+
 def calibrate(
     modcods: list[int],
     frame: str,
@@ -225,13 +321,23 @@ def calibrate(
     max_iterations: int = 50,
     stop_after_zero: int = 2,
     command: str = "",
+    decoder: Decoder = Decoder(),
+    probe_frames: int = 0,
     log: Any = print,
 ) -> list[dict[str, Any]]:
-    """Runs the calibration (resuming from OUT.state.jsonl); returns every point of the table."""
+    """Runs the calibration (resuming from OUT.state.jsonl); returns every point of the table.
+
+    With `probe_frames` P > 0, each MODCOD's sweep first runs P frames per point up to the first
+    point without error, then `frames` per point from the point before that one on: the
+    waterfall's upper part, where P frames resolve the PER, costs P frames a point, and the
+    frames go to its end, where PER 1e-3 is."""
     if frame not in ("normal", "short"):
         raise CalibrationError(f"--frame {frame!r} is not normal or short")
     if not 1 <= frames <= 10_000_000:
         raise CalibrationError(f"--frames {frames} is outside [1, 10000000]")
+    if not 0 <= probe_frames < frames:
+        raise CalibrationError(f"--probe-frames {probe_frames} is outside [0, --frames)")
+    decoder.check()
     if not Path(GR_PYTHON).exists():
         raise CalibrationError(
             f"{GR_PYTHON} is missing (Debian's python3 with gnuradio: scripts/setup.sh)"
@@ -250,43 +356,29 @@ def calibrate(
         "frame": frame,
         "pilots": pilots,
         "frames": frames,
-        "decoder": DECODER,
+        "decoder": decoder.describe(),
         "max_iterations": max_iterations,
+        "probe_frames": probe_frames,
     }
     table: dict[str, dict[str, Any]] = {
         k: r
         for k, r in state.items()
         if r["frame"] == frame
         and r["pilots"] == pilots
-        and k.endswith(f"/{DECODER}x{max_iterations}")
+        and k.endswith(f"/{decoder.tag()}x{max_iterations}")
     }
     with tempfile.TemporaryDirectory(prefix="satlab-phy-") as tmp:
+        run = _Run(
+            frame, pilots, max_iterations, decoder, out, header, state_path, state, table,
+            Path(tmp), log,
+        )  # fmt: skip
         for m in modcods:
             base = t13[m][2] if relative else 0.0
-            zeros = 0
-            for e in esn0:
-                pt = Point(m, frame, pilots, round(base + e, 4), max_iterations)
-                rec = state.get(pt.key())
-                if rec is not None and rec["frames"] >= frames:
-                    done = f"{rec['errors']}/{rec['frames']}"
-                    log(f"MODCOD {m} {pt.esn0_db:.2f} dB: done before ({done})")
-                else:
-                    rec = run_point(pt, frames, Path(tmp))
-                    with state_path.open("a") as f:
-                        f.write(json.dumps(rec) + "\n")
-                    state[pt.key()] = rec
-                    lo, hi = rec["ci95"]
-                    log(
-                        f"MODCOD {m} ({t13[m][0]} {t13[m][1]}) {frame} Es/N0 {pt.esn0_db:.2f} dB: "
-                        f"PER {rec['per']:.3g} ({rec['errors']}/{rec['frames']}, 95% CI [{lo:.3g}, "
-                        f"{hi:.3g}]), {rec['mean_iterations']:.1f} iterations, decoder "
-                        f"{rec['frames'] / rec['decoder_cpu_s']:.1f} frames per CPU second"
-                    )
-                table[pt.key()] = rec
-                write_table(out, list(table.values()), header)
-                zeros = zeros + 1 if rec["errors"] == 0 else 0
-                if stop_after_zero and zeros >= stop_after_zero:
-                    break
+            values = [round(base + e, 4) for e in esn0]
+            if probe_frames:
+                first_clean = run.sweep(m, values, probe_frames, 1)
+                values = values[max(first_clean - 1, 0) :]
+            run.sweep(m, values, frames, stop_after_zero)
     return list(table.values())
 
 

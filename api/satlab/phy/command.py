@@ -33,7 +33,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="--esn0 offsets from each MODCOD's EN 302 307-1 Table 13 QEF Es/N0",
     )
     c.add_argument("--frames", type=int, default=200, help="frames per point")
+    c.add_argument(
+        "--probe-frames",
+        type=int,
+        default=0,
+        help="per MODCOD, first this many frames per point up to the first point without "
+        "error, then --frames from the point before it on (0: off, the default)",
+    )
     c.add_argument("--max-iterations", type=int, default=50, help="LDPC layered iterations")
+    c.add_argument(
+        "--decoder",
+        default="minsum",
+        help="LDPC decoder: minsum (ours, fast) or an ldpc-toolbox decoder such as HLTanhf32 "
+        "(layered sum-product, the reference); default minsum",
+    )
+    c.add_argument(
+        "--minsum-scale",
+        type=float,
+        default=1.0,
+        help="min-sum check rule max(scale x min - offset, 0): scale, 0.5-1 (default 1)",
+    )
+    c.add_argument(
+        "--minsum-offset",
+        type=float,
+        default=0.4,
+        help="min-sum offset, LLR units, 0-2 (default 0.4: offset min-sum, "
+        "crates/dvbs2phy/src/minsum.rs says why)",
+    )
     c.add_argument(
         "--stop-after-zero",
         type=int,
@@ -83,6 +109,8 @@ def main(args: argparse.Namespace) -> int:
             max_iterations=args.max_iterations,
             stop_after_zero=args.stop_after_zero,
             command=cal.command_line(),
+            decoder=cal.Decoder(args.decoder, args.minsum_scale, args.minsum_offset),
+            probe_frames=args.probe_frames,
         )
     except cal.CalibrationError as err:
         print(f"satlab phy calibrate: {err}")

@@ -7,9 +7,10 @@ pub mod bch;
 pub mod constellation;
 pub mod iq;
 pub mod ldpc;
+pub mod minsum;
 pub mod modcod;
 pub mod plframe;
 pub mod receiver;
 
 pub use modcod::{FrameSize, ModCod, Modulation};
-pub use receiver::{Config, FrameResult, Receiver};
+pub use receiver::{Config, Decoder, FrameResult, Receiver};

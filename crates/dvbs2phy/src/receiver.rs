@@ -2,22 +2,24 @@
 //! tracking (PLHEADER and pilot blocks), max-log soft demapping, bit deinterleaving, LDPC decoding,
 //! BCH decoding, BB descrambling and the comparison with the transmitted BBFRAME.
 //!
-//! LDPC decoder: ldpc-toolbox's horizontal layered schedule with the exact sum-product check
-//! rule through tanh, in f32 (`HLTanhf32`), at most 50 iterations. Measured on this machine
-//! (8PSK 3/5 short frames at 5.7 dB, 70 frames, at most 50 iterations; frames per CPU second):
-//! HLTanhf32 16.6 (no frame error, 15.1 iterations on average), HLPhif64 12.8 (no error),
-//! flooding Phif64 4.5 (no error, 28 iterations: the layered schedule lets each check see the
-//! updates of the checks before it in the same iteration), HLMinstarapproxf32 2.2. HLPhif32
-//! (phi(x) = -ln tanh(x/2) in f32) left 4 of 100 frames undecoded at 50 iterations where the
-//! others decode them all: its f32 phi loses precision on large messages. The 8-bit quantised
-//! decoders are faster but lose about 0.1-0.2 dB at the waterfall, which would bias a
-//! calibration against EN 302 307-1 Table 13 (computed for ideal sum-product decoding).
-//! `--decoder` selects another ldpc-toolbox implementation.
+//! LDPC decoder (`Decoder`): by default our layered offset min-sum (crate::minsum), about 5
+//! times ldpc-toolbox's best in frames per core; ldpc-toolbox's decoders stay selectable as
+//! the reference. Of those, the horizontal layered schedule with the exact sum-product check rule through tanh,
+//! in f32 (`HLTanhf32`) is the best. Measured on this machine (8PSK 3/5 short frames at 5.7 dB,
+//! 70 frames, at most 50 iterations; frames per CPU second): HLTanhf32 16.6 (no frame error,
+//! 15.1 iterations on average), HLPhif64 12.8 (no error), flooding Phif64 4.5 (no error, 28
+//! iterations: the layered schedule lets each check see the updates of the checks before it in
+//! the same iteration), HLMinstarapproxf32 2.2. HLPhif32 (phi(x) = -ln tanh(x/2) in f32) left 4
+//! of 100 frames undecoded at 50 iterations where the others decode them all: its f32 phi loses
+//! precision on large messages. Min-sum's loss against sum-product at the waterfall is measured
+//! in emulator/README.md ("Waveform-level PER calibration").
 
 use std::time::Instant;
 
 use ldpc_toolbox::decoder::factory::{DecoderFactory, DecoderImplementation};
 use ldpc_toolbox::decoder::LdpcDecoder;
+
+use crate::minsum::{CheckRule, MinSum};
 
 use crate::bch::{Bch, BchResult};
 use crate::constellation::{Constellation, C64};
@@ -33,7 +35,45 @@ pub struct Config {
     /// PLHEADER and pilot symbols.
     pub n0: Option<f64>,
     pub max_iterations: usize,
-    pub decoder: DecoderImplementation,
+    pub decoder: Decoder,
+}
+
+/// The LDPC decoder a receiver runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decoder {
+    /// Layered min-sum (crate::minsum) with this check rule.
+    MinSum(CheckRule),
+    /// One of ldpc-toolbox's decoders (the reference: HLTanhf32).
+    Toolbox(DecoderImplementation),
+}
+
+impl Decoder {
+    /// `minsum` (with `rule`) or an ldpc-toolbox decoder's name (`HLTanhf32`, ...).
+    pub fn parse(name: &str, rule: CheckRule) -> Result<Self, String> {
+        if name == "minsum" {
+            return Ok(Decoder::MinSum(rule));
+        }
+        name.parse().map(Decoder::Toolbox).map_err(|_| {
+            format!(
+                "--decoder {name:?} is neither minsum nor an ldpc-toolbox decoder (HLTanhf32, ...)"
+            )
+        })
+    }
+
+    /// The name `parse` takes.
+    pub fn name(&self) -> String {
+        match self {
+            Decoder::MinSum(_) => "minsum".to_string(),
+            Decoder::Toolbox(d) => d.to_string(),
+        }
+    }
+
+    fn build(&self, h: ldpc_toolbox::sparse::SparseMatrix) -> Box<dyn LdpcDecoder> {
+        match *self {
+            Decoder::MinSum(rule) => Box::new(MinSum::new(&h, rule)),
+            Decoder::Toolbox(d) => d.build_decoder(h),
+        }
+    }
 }
 
 /// What happened to one frame.
@@ -65,6 +105,8 @@ pub struct Receiver {
     decoder: Box<dyn LdpcDecoder>,
     bch: Bch,
     frame_len: usize,
+    /// Ones of the parity-check matrix (edges of the Tanner graph).
+    edges: usize,
 }
 
 /// A phase/gain estimate at a symbol position.
@@ -79,7 +121,8 @@ impl Receiver {
     pub fn new(cfg: Config) -> Self {
         let mc = cfg.modcod;
         let h = crate::ldpc::parity_check(&mc);
-        let decoder = cfg.decoder.build_decoder(h);
+        let edges = (0..h.num_rows()).map(|r| h.row_weight(r)).sum();
+        let decoder = cfg.decoder.build(h);
         let frame_len = mc.frame_symbols();
         Receiver {
             cons: Constellation::of(&mc),
@@ -89,12 +132,18 @@ impl Receiver {
             decoder,
             bch: Bch::new(&mc),
             frame_len,
+            edges,
             cfg,
         }
     }
 
     pub fn frame_len(&self) -> usize {
         self.frame_len
+    }
+
+    /// Edges of the LDPC code's Tanner graph: the work of one decoder iteration.
+    pub fn edges(&self) -> usize {
+        self.edges
     }
 
     /// The offset in `iq[..frame_len]` of the first PLHEADER: the offset whose coherent

@@ -7,24 +7,8 @@
 use dvbs2phy::constellation::{Constellation, C64};
 use dvbs2phy::{FrameSize, ModCod};
 
-/// xorshift64* with Box-Muller: deterministic, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn gauss_pair(&mut self) -> (f64, f64) {
-        let r = (-2.0 * self.uniform().ln()).sqrt();
-        let a = std::f64::consts::TAU * self.uniform();
-        (r * a.cos(), r * a.sin())
-    }
-}
+mod common;
+use common::Rng;
 
 fn monte_carlo_ser(c: &Constellation, esn0_db: f64, symbols: usize, seed: u64) -> f64 {
     let sigma = (10f64.powf(-esn0_db / 10.0) / 2.0).sqrt(); // per dimension, Es = 1

@@ -9,16 +9,19 @@
 //! --bench: decode the file's frames and print only the summary with the throughput: frames_per_s
 //! (wall time of demapping + LDPC + BCH, reading the file excluded) and frames_per_cpu_s (the
 //! same frames over the decoding thread's CPU time: frames/s per core, also on a loaded machine).
-//! Defaults: --decoder HLTanhf32 (see dvbs2phy::receiver), --max-iterations 50 (layered
-//! schedule), --goldcode 0.
+//! The summary's ns_per_edge_iteration is the CPU time over (iterations x edges of the code's
+//! Tanner graph), the decoder's cost independent of the code (demapping and BCH included).
+//! Defaults: --decoder minsum (layered offset min-sum, dvbs2phy::minsum; an ldpc-toolbox
+//! decoder's name, e.g. HLTanhf32, selects that one), --minsum-scale 1 --minsum-offset 0.4,
+//! --max-iterations 50 (layered schedule), --goldcode 0.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use dvbs2phy::constellation::C64;
 use dvbs2phy::iq;
-use dvbs2phy::{Config, FrameSize, ModCod, Receiver};
-use ldpc_toolbox::decoder::factory::DecoderImplementation;
+use dvbs2phy::minsum::{CheckRule, DEFAULT_RULE};
+use dvbs2phy::{Config, Decoder, FrameSize, ModCod, Receiver};
 
 /// Command line (clap); a usage error exits 2, like a decoding error.
 #[derive(clap::Parser)]
@@ -51,9 +54,17 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_iterations: u32,
-    /// ldpc-toolbox decoder
-    #[arg(long, value_name = "NAME", default_value = "HLTanhf32", value_parser = decoder)]
-    decoder: DecoderImplementation,
+    /// LDPC decoder: minsum (ours) or an ldpc-toolbox decoder (HLTanhf32, ...)
+    #[arg(long, value_name = "NAME", default_value = "minsum")]
+    decoder: String,
+    /// Min-sum's normalisation factor of the check messages (0.5-1)
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_RULE.scale,
+          value_parser = |v: &str| number_in(v, 0.5, 1.0).map(|x| x as f32))]
+    minsum_scale: f32,
+    /// Min-sum's offset of the check messages, LLR units (0-2)
+    #[arg(long, value_name = "B", default_value_t = DEFAULT_RULE.offset,
+          value_parser = |v: &str| number_in(v, 0.0, 2.0).map(|x| x as f32))]
+    minsum_offset: f32,
     /// Decode only the first N frames
     #[arg(long, value_name = "N")]
     frames: Option<usize>,
@@ -63,10 +74,6 @@ struct Args {
     /// No line per frame
     #[arg(long)]
     quiet: bool,
-}
-
-fn decoder(v: &str) -> Result<DecoderImplementation, &'static str> {
-    v.parse().map_err(|_| "not an ldpc-toolbox decoder")
 }
 
 /// A number in [lo, hi].
@@ -84,6 +91,11 @@ fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
 /// summary.
 fn run(a: Args) -> Result<(), String> {
     let mc = ModCod::new(a.modcod, a.frame, a.pilots)?;
+    let rule = CheckRule {
+        scale: a.minsum_scale,
+        offset: a.minsum_offset,
+    };
+    let decoder = Decoder::parse(&a.decoder, rule)?;
     let samples = iq::read(&a.iq)?;
     let reference =
         std::fs::read(&a.reference).map_err(|e| format!("{}: {e}", a.reference.display()))?;
@@ -92,7 +104,7 @@ fn run(a: Args) -> Result<(), String> {
         goldcode: a.goldcode as usize,
         n0: a.esn0.map(|e| 10f64.powf(-e / 10.0)),
         max_iterations: a.max_iterations as usize,
-        decoder: a.decoder,
+        decoder,
     });
     let start = sync(&rx, &samples, &a, &mc)?;
     let n = frame_count(
@@ -103,7 +115,7 @@ fn run(a: Args) -> Result<(), String> {
         start,
     )?;
     let totals = decode_frames(&mut rx, &samples[start..], &reference, n, &a, &mc);
-    print_summary(&a, &mc, start, &totals);
+    print_summary(&a, &mc, start, rx.edges(), &totals);
     Ok(())
 }
 
@@ -220,8 +232,9 @@ fn decode_frames(
 }
 
 /// The summary line.
-fn print_summary(a: &Args, mc: &ModCod, start: usize, t: &Totals) {
+fn print_summary(a: &Args, mc: &ModCod, start: usize, edges: usize, t: &Totals) {
     let n = t.frames as f64;
+    let edge_iterations = (t.iterations * edges) as f64;
     println!(
         "{}",
         serde_json::json!({
@@ -236,15 +249,23 @@ fn print_summary(a: &Args, mc: &ModCod, start: usize, t: &Totals) {
             "frame_errors": t.errors,
             "per": t.errors as f64 / n,
             "mean_iterations": t.iterations as f64 / n,
-            "decoder": a.decoder.to_string(),
+            "decoder": a.decoder,
+            "minsum_scale": (a.decoder == "minsum").then(|| short_f64(a.minsum_scale)),
+            "minsum_offset": (a.decoder == "minsum").then(|| short_f64(a.minsum_offset)),
             "max_iterations": a.max_iterations,
             "decode_s": t.decode_s,
             "frames_per_s": n / t.decode_s,
             "cpu_s": t.cpu_s,
             "frames_per_cpu_s": n / t.cpu_s,
+            "ns_per_edge_iteration": (edge_iterations > 0.0).then(|| t.cpu_s * 1e9 / edge_iterations),
             "useful_mbit_per_s": n * (mc.kbch - 80) as f64 / t.decode_s / 1e6,
         })
     );
+}
+
+/// An f32 as the f64 of its shortest decimal (0.4, not 0.4000000059604645).
+fn short_f64(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::NAN)
 }
 
 /// CPU time of the calling thread, seconds.
