@@ -21,11 +21,11 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
 - terrestrial hops (`path.terrestrial`): the `hops` box's agent builds the run's routers, hop
   emulators and cross hosts as namespaces inside that one box, each with an agent of its own
   (POST /hops, satlab.agent.hopbox says why namespaces there rather than containers), on
-  topology.py's address plan. The box sits on the servers' LAN and on two networks to the gw box
-  (`hopup`, `hoplan`); for the run the gw box gives 10.250.1.1 up to r1 and takes hop K's and
-  LAN K+1's addresses, the st box routes the hops' networks across the satellite (POST
-  /addressing, box_plans); closing puts them back. Without hops the `hops` box is idle and not
-  on the path;
+  satlab.agent.namespaces' address plan. The box sits on the servers' LAN and on two networks
+  to the gw box (`hopup`, `hoplan`); for the run the gw box gives 10.250.1.1 up to r1 and takes
+  hop K's and LAN K+1's addresses, the st box routes the hops' networks across the satellite
+  (POST /addressing, box_plans); closing puts them back. Without hops the `hops` box is idle and
+  not on the path;
 - every box's data interfaces take the run's MTU (hosts.mtu_bytes) when the testbed opens, and
   the Docker networks' again when it closes.
 - `link.backend: opensand`: the emu box's agent wires and starts OpenSAND's entities (POST
@@ -68,7 +68,7 @@ BOX_START_TIMEOUT_S = 10.0
 
 
 def box_address(role: str) -> str | None:
-    """topology.py's address plan: what other boxes reach a box at."""
+    """The address plan (satlab.agent.namespaces): what other boxes reach a box at."""
     if role.startswith("srv"):
         return f"{namespaces.SERVER_NET}.{10 + int(role[3:])}"
     if role.startswith("cli"):
