@@ -308,7 +308,9 @@ def test_export_lists_what_opensand_cannot_express(tmp_path: Path, trace: Path) 
     link["return"]["delay_ms"] = 300.0
     link["forward"]["queue"]["limit_bytes"] = 1_000_000
     link["forward"]["downlink"]["attenuation"]["tick_ms"] = 1000
+    link["forward"]["beam"] = {"terminals": [{"name": "a", "prefixes": ["10.250.3.11/32"]}]}
     notes = {n.setting: n for n in export_link(link, tmp_path / "os")}
+    assert "terminals are not exported" in notes["forward.beam.terminals"].reason
     for k in ("forward.pilots", "forward.bit_errors.model", "forward.bit_errors.ber",
               "forward.reorder.probability", "forward.acm.hysteresis_db", "return.delay_ms",
               "forward.queue.limit_bytes", "forward.downlink.attenuation.tick_ms"):  # fmt: skip

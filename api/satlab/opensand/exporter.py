@@ -74,6 +74,10 @@ REASONS = {
     "control": "set per run by the runner",
     "backend": "selects the emulator backend, not a link setting",
     "geometry": "OpenSAND takes a delay, not positions (the link's delay_ms is written)",
+    # OpenSAND runs several terminals, but each with an attenuation, MODCOD set-up and address
+    # plan of its own that this exporter does not write: --terminals N writes N alike ones.
+    "beam": "a beam's terminals are not exported (their fades, prefixes and scheduler); "
+    "`--terminals N` writes N terminals alike",
 }
 
 
