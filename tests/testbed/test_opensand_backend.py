@@ -132,9 +132,9 @@ def test_an_entity_that_dies_fails_the_run_and_nothing_is_left() -> None:
     assert not _own_entities(), "entities outlived the run"
 
 
-@needs_opensand
 def test_rate_share_traffic_is_refused_naming_the_field() -> None:
-    """A UDP load given as a share of the capacity needs the built-in emulator's status."""
+    """A UDP load given as a share of the capacity needs the built-in emulator's status: refused
+    before anything is built, whether OpenSAND is installed or not."""
     sc = parse_scenario(
         {
             "name": "opensand-share",
@@ -147,6 +147,7 @@ def test_rate_share_traffic_is_refused_naming_the_field() -> None:
     res = run_one(sc, expand_runs(sc)[0])
     assert res["status"] == "failed"
     assert res["error"].startswith("traffic.0.rate_share: "), res["error"]
+    assert "testbed_id" not in res  # no testbed was built
 
 
 @pytest.fixture

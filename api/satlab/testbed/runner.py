@@ -129,17 +129,8 @@ def udp_capacities(
     For an ACM link this is the current rate at the start of the traffic (t0), not the clear-sky
     one: a link that starts in clear sky gives its clear-sky rate; one that starts faded, the faded
     rate. The UDP rate then stays fixed for the run, so a fade makes the same background load a
-    larger share of the smaller capacity, as real background traffic would.
-
-    A link backend without a capacity figure (OpenSAND) refuses rate_share items here, naming the
-    first."""
-    shares = [i for i, t in enumerate(sc.traffic) if getattr(t, "rate_share", None) is not None]
-    if shares and isinstance(telemetry, OpenSandLink):  # its records carry no useful_rate_bps
-        raise BackendUnavailable(
-            f"traffic.{shares[0]}.rate_share: the link's capacity is the built-in emulator's "
-            "status, which OpenSAND does not give: use rate_bps with link.backend: opensand"
-        )
-    wanted = {_LINK_DIRECTION[sc.traffic[i].direction] for i in shares}
+    larger share of the smaller capacity, as real background traffic would."""
+    wanted = {_LINK_DIRECTION[sc.traffic[i].direction] for i in _rate_shares(sc)}
     rates: dict[str, float] = {}
     deadline = time.monotonic() + timeout_s
     while wanted - rates.keys():
@@ -153,6 +144,23 @@ def udp_capacities(
             )
         time.sleep(0.02)
     return rates
+
+
+def _rate_shares(sc: Scenario) -> list[int]:
+    return [i for i, t in enumerate(sc.traffic) if getattr(t, "rate_share", None) is not None]
+
+
+def refuse_shares_without_capacity(sc: Scenario, link: dict[str, Any]) -> None:
+    """udp_capacities reads the capacity from the built-in emulator's status; a link backend
+    without that figure (OpenSAND's records carry no useful rate) cannot resolve a rate_share:
+    refused before any testbed, naming the first such item."""
+    shares = _rate_shares(sc)
+    if shares and backend_of(link) != "satlab":
+        raise BackendUnavailable(
+            f"traffic.{shares[0]}.rate_share: the link's capacity is the built-in emulator's "
+            f"status, which {backend_of(link)} does not give: use rate_bps with "
+            f"link.backend: {backend_of(link)}"
+        )
 
 
 def udp_rate_bps(t: UdpCross, capacities: dict[str, float]) -> float:
@@ -238,6 +246,7 @@ def run_one(
         "status": "running",
     }
     try:
+        refuse_shares_without_capacity(sc, spec.link)
         check_before_testbed(spec.link)  # link.backend: opensand fails here, before any testbed
     except BackendUnavailable as exc:
         return {**result, "status": "failed", "error": str(exc), "wall_s": time.time() - started}
