@@ -24,7 +24,6 @@ gw box's, as before.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import subprocess
@@ -34,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from satlab.agent import namespaces
+from satlab.agent.namespaces import ip_json
+from satlab.bounded import stop_processes
 
 # The box's Docker interfaces (docker-compose.yml names them with SATLAB_IFACES).
 SERVER_UPLINK, HOP_UPLINK, LAN_UPLINK = "srv", "hopup", "hoplan"
 AGENT_START_TIMEOUT_S = 10.0
+AGENT_STOP_GRACE_S = 5.0  # each sub-agent stops its own programs first
 # What build() makes in the box's own namespace: LAN bridges brP, br-up, and veths v<role>.
 _OWN_LINK = re.compile(r"br(\d+|-up)|v(r|hop|x)\d\w*")
 
@@ -46,12 +48,6 @@ def _ip(*args: str) -> None:
     r = subprocess.run(["ip", *args], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
-
-
-def _ip_json(*args: str) -> list[dict[str, Any]]:
-    r = subprocess.run(["ip", "-j", *args], capture_output=True, text=True)
-    out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
-    return out
 
 
 class HopBox:
@@ -77,7 +73,7 @@ class HopBox:
             self.teardown()
             raise
         # the veths of this namespace: the Docker uplinks and the LAN bridges' ports
-        own = [link["ifname"] for link in _ip_json("link", "show", "type", "veth")] if hops else []
+        own = [link["ifname"] for link in ip_json("link", "show", "type", "veth")] if hops else []
         return {"boxes": boxes, "interfaces": own}
 
     def _wire(self, hops: list[int], mtu: int, boxes: dict[str, dict[str, Any]]) -> None:
@@ -171,21 +167,14 @@ class HopBox:
         """Stops the sub-agents (each stops its programs), aborts the TCP sockets left in each
         namespace (an orphan would keep it, and its veths, alive) and removes the namespaces and
         this box's bridges and veths; the Docker interfaces stay. Returns the roles removed."""
-        for proc in self.agents.values():
-            proc.terminate()
-        for proc in self.agents.values():
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.agents.values(), AGENT_STOP_GRACE_S)
         self.agents.clear()
         shutil.rmtree(self.workdir, ignore_errors=True)
-        roles = [n["name"] for n in _ip_json("netns", "list")]
+        roles = [n["name"] for n in ip_json("netns", "list")]
         for role in roles:
             namespaces.abort_tcp(role)
             _ip("netns", "del", role)
-        for link in _ip_json("link", "show"):
+        for link in ip_json("link", "show"):
             if _OWN_LINK.fullmatch(link["ifname"]):
                 with contextlib.suppress(RuntimeError):  # a veth gone with its peer's namespace
                     _ip("link", "del", link["ifname"])

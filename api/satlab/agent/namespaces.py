@@ -10,7 +10,9 @@ its server end and .(200+i) at its client end.
 
 from __future__ import annotations
 
+import json
 import subprocess
+from typing import Any
 
 SERVER_NET = "10.250.1"  # servers and the LAN of the first box on their side (gw, or r1)
 SAT_NET = "10.250.2"  # gw edge <-> st edge across the emulator
@@ -37,6 +39,13 @@ def hop_net(hop: int) -> str:
 
 def lan_net(position: int) -> str:
     return SERVER_NET if position == 1 else f"10.250.{20 + position}"
+
+
+def ip_json(*args: str) -> list[dict[str, Any]]:
+    """`ip -j ARGS` parsed; an empty list when ip fails (an interface or namespace not there)."""
+    r = subprocess.run(["ip", "-j", *args], capture_output=True, text=True)
+    out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
+    return out
 
 
 def abort_tcp(name: str) -> None:

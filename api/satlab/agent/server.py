@@ -67,6 +67,7 @@ from pyroute2 import NetlinkError
 from satlab.agent import tcpinfo, tlshttp
 from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
 from satlab.agent.hopbox import HopBox
+from satlab.agent.namespaces import ip_json
 from satlab.agent.opensandbox import OpenSandBox
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
 from satlab.link_backend import BackendUnavailable
@@ -188,22 +189,16 @@ class Sampler(threading.Thread):
                 self.stopped.wait(max(0.0, next_t - time.monotonic()))
 
 
-def _ip_json(*args: str) -> list[dict[str, Any]]:
-    r = subprocess.run(["ip", "-j", *args], capture_output=True, text=True)
-    out: list[dict[str, Any]] = json.loads(r.stdout or "[]") if r.returncode == 0 else []
-    return out
-
-
 def _ip_state(iface: str) -> tuple[list[str], list[list[str]], int]:
     """An interface's IPv4 addresses (a/len), its routes through a gateway, and its MTU."""
-    links = _ip_json("addr", "show", "dev", iface)  # (with -4, one without IPv4 is not listed)
+    links = ip_json("addr", "show", "dev", iface)  # (with -4, one without IPv4 is not listed)
     if not links:
         raise ValueError(f"interface: no {iface!r} in this box")
     addr_info = [a for a in links[0].get("addr_info", []) if a.get("family") == "inet"]
     addrs = [f"{a['local']}/{a['prefixlen']}" for a in addr_info]
     routes = [
         [r["dst"], "via", r["gateway"]]
-        for r in _ip_json("-4", "route", "show", "dev", iface)
+        for r in ip_json("-4", "route", "show", "dev", iface)
         if "gateway" in r
     ]
     return addrs, routes, int(links[0].get("mtu", 1500))
@@ -250,7 +245,7 @@ class Agent:
 
     def macs(self) -> tuple[int, Any]:
         """The MAC address of each interface (OpenSAND's Ethernet mode forwards by MAC)."""
-        return 200, {link["ifname"]: link.get("address") for link in _ip_json("link", "show")}
+        return 200, {link["ifname"]: link.get("address") for link in ip_json("link", "show")}
 
     def opensand_link(self, method: str, body: Any) -> tuple[int, Any]:
         """OpenSAND's entities in this box (satlab.agent.opensandbox): POST starts, GET
@@ -346,7 +341,7 @@ class Agent:
         program reading `inside` and `outside` sits on the wire. A namespace testbed is wired
         this way from the start (topology.build); `POST /unsplice` undoes it."""
         iface, inside, outside = body["interface"], body["inside"], body["outside"]
-        if _ip_json("link", "show", "dev", outside):
+        if ip_json("link", "show", "dev", outside):
             return 409, {"error": f"{outside} exists: spliced already (POST /unsplice first)"}
         addrs, routes, mtu = _ip_state(iface)
         steps = [
@@ -370,7 +365,7 @@ class Agent:
         """Undoes `splice` from what the box has (it survives an agent restart); nothing to undo
         is no error."""
         iface, outside = body["interface"], body["outside"]
-        if not _ip_json("link", "show", "dev", outside):
+        if not ip_json("link", "show", "dev", outside):
             return 200, {"spliced": False}
         addrs, routes, _ = _ip_state(iface)
         steps = [
