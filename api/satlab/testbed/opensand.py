@@ -42,14 +42,14 @@ READY_TIMEOUT_S = 30.0
 TERMINAL_MODCOD = "down_forward_modcod.received_modcod"
 TERMINAL_THROUGHPUT = "throughputs.l2_from_sat.total"
 TERMINAL_CN = "phy.total_cn"
-# The run's artifacts (the result's `artifacts`, served as the run's other files are): the
-# exported configuration, to run again on one's own OpenSAND (or `satlab import opensand`), and
-# what the entities measured and logged.
 # What a compose deployment lacks when its emu box has no OpenSAND.
 COMPOSE_HINT = (
     "; on Docker Compose, the emu box of docker/opensand/compose.yml has it (README.md, "
     "'Docker Compose')"
 )
+# The run's artifacts (the result's `artifacts`, served as the run's other files are): the
+# exported configuration, to run again on one's own OpenSAND (or `satlab import opensand`), and
+# what the entities measured and logged.
 CONFIG_ARTIFACT = "opensand.config.zip"
 PROBES_ARTIFACT = "opensand.probes.zip"
 
