@@ -2,7 +2,11 @@
 network namespace of a wired testbed (topology.build) whose agent listens on TCP, with mutual TLS,
 on a control address inside its namespace, reached from here over a veth per machine; the boxes
 are registered in a scratch database of the service, as an admin registers them. The emulator
-machine's NICs are renamed enp1s0/enp2s0, so its ports bind to the registered names."""
+machine's NICs are renamed enp1s0/enp2s0, so its ports bind to the registered names. A sixth
+machine, the hop box (role hop), is cabled as README's hardware section says: `srv` on the
+servers' LAN (a port of the gw machine's LAN bridge), `hopup` and `hoplan` to the gw machine's
+third and fourth NICs; its agent runs with --hop-box in a mount namespace of its own, with a
+private /run/netns, so the namespaces it makes for hops are its own alone."""
 
 from __future__ import annotations
 
@@ -47,11 +51,14 @@ TLS_REFUSED = r"\[SSL: |EOF occurred in violation of protocol|Connection reset b
 # role in the wired namespaces -> (registered name, registered role, interfaces)
 MACHINES = {
     "srv1": ("hw-srv1", "server", ["eth0"]),
-    "gw": ("hw-gw", "gw", ["lan", "sat0"]),
+    "gw": ("hw-gw", "gw", ["lan", "sat0", "hopup", "hoplan"]),
     "emu": ("hw-emu", "emu", ["enp1s0", "enp2s0"]),
     "st": ("hw-st", "st", ["lan", "sat0"]),
     "cli1": ("hw-cli1", "client", ["eth0"]),
+    "hopm": ("hw-hop", "hop", ["srv", "hopup", "hoplan"]),
 }
+# The hop machine's agent: a private /run/netns, mounted before the agent starts.
+PRIVATE_NETNS = 'mount -t tmpfs satlab-hops /run/netns && exec "$@"'
 
 
 @dataclass
@@ -75,7 +82,11 @@ class Lab:
     def spawn_agent(self, role: str) -> None:
         name = MACHINES[role][0]
         argv = ["nsenter", f"--net=/run/netns/{topology.namespace_name(self.tid, role)}", "--"]
+        if role == "hopm":
+            argv += ["unshare", "--mount", "--propagation", "private"]
+            argv += ["sh", "-c", PRIVATE_NETNS, "sh"]
         argv += [sys.executable, "-m", "satlab.agent.server", "--name", name]
+        argv += ["--hop-box"] if role == "hopm" else []
         argv += ["--listen", f"{self.control(role)}:{PORT}", "--ca", str(self.ca / "ca.crt")]
         argv += ["--cert", str(self.ca / f"{name}.crt"), "--key", str(self.ca / f"{name}.key")]
         argv += ["--workdir", str(self.state / f"agent-{name}")]
@@ -86,7 +97,7 @@ class Lab:
 
     def wait_ready(self, role: str) -> None:
         name = MACHINES[role][0]
-        deadline = time.monotonic() + 30  # five interpreters starting at once on a busy machine
+        deadline = time.monotonic() + 30  # six interpreters starting at once on a busy machine
         while True:
             try:
                 request(self.target(role), "GET", "/health", timeout=1)
@@ -118,6 +129,18 @@ class Lab:
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def cable_hop_machine(tid: str) -> None:
+    """The hop machine: `srv` on the servers' LAN (a port `hsrv` of the gw machine's LAN bridge),
+    `hopup` and `hoplan` to the gw machine's NICs of those names."""
+    gw, hop = topology.namespace_name(tid, "gw"), topology.namespace_name(tid, "hopm")
+    topology.new_namespace(hop)
+    for gw_if, hop_if in (("hsrv", "srv"), ("hopup", "hopup"), ("hoplan", "hoplan")):
+        _ip("-n", gw, "link", "add", gw_if, "type", "veth", "peer", "name", hop_if, "netns", hop)
+        _ip("-n", gw, "link", "set", gw_if, "up")
+        _ip("-n", hop, "link", "set", hop_if, "up")
+    _ip("-n", gw, "link", "set", "hsrv", "master", "lan")
 
 
 @contextlib.contextmanager
@@ -178,6 +201,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 _ip("-n", emu, "link", "set", old, "down")
                 _ip("-n", emu, "link", "set", old, "name", new)
                 _ip("-n", emu, "link", "set", new, "up")
+            cable_hop_machine(tid)
             for i, role in enumerate(MACHINES, 1):
                 ns, host_if = topology.namespace_name(tid, role), f"hc{tid}{i}"
                 _ip("link", "add", host_if, "type", "veth", "peer", "name", "ctl", "netns", ns)
@@ -317,11 +341,72 @@ def test_a_box_whose_agent_is_down_fails_the_run_naming_it(lab: Lab) -> None:
         assert tb.agent_alive("st")
 
 
-def test_the_backend_refuses_what_it_cannot_do_yet(lab: Lab) -> None:
-    with pytest.raises(RefusedError, match="path.terrestrial"):
-        create_testbed(hops=[1]).__enter__()
-    with pytest.raises(RefusedError, match="configuration.gateway"):
-        create_testbed(gateway=True).__enter__()
+def _gateway_counters(res: dict[str, Any], edge: str) -> dict[str, int]:
+    counters: dict[str, int] = res["gateway"][edge]["counters"]
+    return counters
+
+
+def test_an_edge_gateway_run_on_hardware(lab: Lab, emulator_bin: Path) -> None:
+    """ETEN at both edges, spliced in by the gw and st machines' agents: the gateways carry the
+    flow and the st edge turns the link's corrupted frames into notices; the edges are as they
+    were after the run."""
+    sc = _scenario(
+        link={
+            "forward": {
+                "kind": "fixed",
+                "rate_bps": 10e6,
+                "delay_ms": 135,
+                "bit_errors": {"model": "uniform", "ber": 1e-5},
+            },
+            "return": {"kind": "fixed", "rate_bps": 10e6, "delay_ms": 135},
+        },
+        configurations=[{"name": "eten", "gateway": {"eten": True}}],
+    )
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    gw, st = _gateway_counters(res, "gw"), _gateway_counters(res, "st")
+    assert gw["egress_tx_frames"] > 100 and st["ingress_tx_frames"] > 100, (gw, st)
+    assert st["eten_events"] > 0 and st["eten_notices"] > 0, st
+    assert res["flows"][0]["bytes_received"] > 0  # (a tenth of the packets corrupted: slow)
+    for role in ("gw", "st"):  # unspliced: the satellite-side NIC has its name and address back
+        links = request(lab.target(role), "GET", "/addresses")
+        assert "wan" not in links and links["sat0"], links
+
+
+def test_terrestrial_hops_on_hardware(lab: Lab, emulator_bin: Path) -> None:
+    """A hop of 20 ms built by the hop machine: the flow crosses it (its emulator's counters), the
+    servers' gateway moves to r1 for the run and back to the gw machine after it; without a
+    registered hop box the run fails naming path.terrestrial."""
+    path = {"terrestrial": [{"delay_ms": 20, "rate_bps": 20e6}]}
+    sc = _scenario(path=path)
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    assert res["flows"][0]["goodput_bps"] > 1e6
+    hop = res["hops"][0]["forward"]
+    assert hop["delivered_packets"] > 100, hop
+    gw = request(lab.target("gw"), "GET", "/addresses")
+    assert gw["lan"] == ["10.250.1.1"] and not gw.get("hopup"), gw
+    with db.new_session() as s:
+        hop_box = boxes.remove(s, "hw-hop")
+        body = boxes.BoxIn(
+            name=hop_box.name,
+            role=hop_box.role,
+            address=hop_box.address,
+            interfaces=list(hop_box.interfaces),
+        )
+        s.commit()
+    try:
+        with pytest.raises(
+            RefusedError, match=r"path\.terrestrial: .* 1 of role hop \(registered: \[\]\)"
+        ):
+            create_testbed(hops=[0]).__enter__()
+    finally:
+        with db.new_session() as s:
+            boxes.register(s, body)
+            s.commit()
+
+
+def test_the_backend_refuses_what_the_registry_cannot_hold(lab: Lab) -> None:
     with pytest.raises(
         RefusedError, match=r"hosts: .* 2 of role server \(registered: \['hw-srv1'\]\)"
     ):

@@ -19,6 +19,13 @@ topology.build's LAN bridges are; the addresses and routes are satlab.agent.name
 gw box gives up 10.250.1.1 and takes hop K's and LAN K+1's addresses by POST /addressing
 (satlab.testbed.containers). With no hops the box has no namespace, and the servers' LAN is the
 gw box's, as before.
+
+A hardware hop box (role `hop`, satlab.testbed.hardware) is a machine running this agent with
+--hop-box on TLS: the same build on its three registered NICs (POST /hops `uplinks`). Its
+sub-agents' sockets are on that machine, so the controller reaches them through this agent
+(`/boxes/ROLE/...`, agent.server). The box owns every named network namespace it sees (teardown
+removes them all): run its agent in a mount namespace of its own with a private /run/netns
+(README, hardware).
 """
 
 from __future__ import annotations
@@ -36,8 +43,9 @@ from satlab.agent import namespaces
 from satlab.agent.namespaces import ip_json
 from satlab.bounded import stop_processes
 
-# The box's Docker interfaces (docker-compose.yml names them with SATLAB_IFACES).
-SERVER_UPLINK, HOP_UPLINK, LAN_UPLINK = "srv", "hopup", "hoplan"
+# The box's Docker interfaces (docker-compose.yml names them with SATLAB_IFACES); a hardware hop
+# box names its NICs in the registry, and POST /hops passes them as `uplinks` in this order.
+UPLINKS = ("srv", "hopup", "hoplan")
 AGENT_START_TIMEOUT_S = 10.0
 AGENT_STOP_GRACE_S = 5.0  # each sub-agent stops its own programs first
 # What build() makes in the box's own namespace: LAN bridges brP, br-up, and veths v<role>.
@@ -58,14 +66,17 @@ class HopBox:
         self.workdir = workdir / "hops"  # their programs' output, removed with them
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
 
-    def build(self, hops: list[int], mtu: int) -> dict[str, Any]:
+    def build(
+        self, hops: list[int], mtu: int, uplinks: tuple[str, str, str] = UPLINKS
+    ) -> dict[str, Any]:
         """Replaces whatever an earlier run left with `hops` (the cross hosts at each end of each
         hop); returns each role's address, default gateway and data interfaces, and this box's
-        own interfaces (for offload settings)."""
+        own interfaces (for offload settings). `uplinks`: this box's interfaces to the servers'
+        LAN, to hop K's far end and to LAN K+1 (module docstring)."""
         self.teardown()
         boxes: dict[str, dict[str, Any]] = {}
         try:
-            self._wire(hops, mtu, boxes)
+            self._wire(hops, mtu, uplinks, boxes)
             for role in boxes:
                 self._start_agent(role)
             self._wait_for_agents()
@@ -76,7 +87,14 @@ class HopBox:
         own = [link["ifname"] for link in ip_json("link", "show", "type", "veth")] if hops else []
         return {"boxes": boxes, "interfaces": own}
 
-    def _wire(self, hops: list[int], mtu: int, boxes: dict[str, dict[str, Any]]) -> None:
+    def _wire(
+        self,
+        hops: list[int],
+        mtu: int,
+        uplinks: tuple[str, str, str],
+        boxes: dict[str, dict[str, Any]],
+    ) -> None:
+        server_uplink, hop_uplink, lan_uplink = uplinks
         k_hops = len(hops)
         if not k_hops:
             return
@@ -108,11 +126,11 @@ class HopBox:
         for p in range(1, k_hops + 2):  # LAN p: a bridge here (namespaces.lan_net(p))
             _ip("link", "add", "name", f"br{p}", "mtu", str(mtu), "type", "bridge")
             _ip("link", "set", "dev", f"br{p}", "up")
-        for uplink, p in ((SERVER_UPLINK, 1), (LAN_UPLINK, k_hops + 1)):
+        for uplink, p in ((server_uplink, 1), (lan_uplink, k_hops + 1)):
             _ip("link", "set", "dev", uplink, "mtu", str(mtu), "master", f"br{p}", "up")
         _ip("link", "add", "name", "br-up", "mtu", str(mtu), "type", "bridge")
         _ip("link", "set", "dev", "br-up", "up")
-        _ip("link", "set", "dev", HOP_UPLINK, "mtu", str(mtu), "master", "br-up", "up")
+        _ip("link", "set", "dev", hop_uplink, "mtu", str(mtu), "master", "br-up", "up")
         for k, cross in enumerate(hops, 1):
             r, hop = namespaces.router(k), namespaces.hop_box(k)
             box(r, f"{namespaces.lan_net(k)}.1")

@@ -44,3 +44,4 @@ class HopsBuild(TypedDict):
 
     hops: list[int]
     mtu: int
+    uplinks: NotRequired[list[str]]  # a hardware hop box's NICs (hopbox.UPLINKS' order)

@@ -14,9 +14,12 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket, or TLS over TCP):
   POST /addressing {interfaces}     set interfaces' MTU, IPv4 addresses and gateway routes (a
                                     container box: the run's MTU; an edge moved behind a run's
                                     terrestrial hops, and back)
-  POST /hops {hops, mtu}            the compose `hops` box: build a run's routers, hop emulators
-                                    and cross hosts as namespaces, each with its own agent
-                                    (satlab.agent.hopbox); {hops: []} removes them
+  POST /hops {hops, mtu, uplinks?}  a hop box (compose `hops`, hardware role hop): build a run's
+                                    routers, hop emulators and cross hosts as namespaces, each
+                                    with its own agent (satlab.agent.hopbox), on the box's
+                                    `uplinks` NICs (default srv hopup hoplan); {hops: []} removes
+  ANY  /boxes/ROLE/PATH             a hop box: relay the request to the agent of its box ROLE
+                                    (a hardware hop box's sub-agents listen on its Unix sockets)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
                                     edge gateway (kind=gateway), the split-TCP PEP (kind=pep),
                                     an end-host scheme loader (kind=scheme:
@@ -66,10 +69,10 @@ from pyroute2 import NetlinkError
 
 from satlab.agent import tcpinfo, tlshttp
 from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
-from satlab.agent.hopbox import HopBox
+from satlab.agent.hopbox import UPLINKS, HopBox
 from satlab.agent.namespaces import ip_json
 from satlab.agent.opensandbox import OpenSandBox
-from satlab.agent.unixhttp import JsonHandler, UnixHTTPServer
+from satlab.agent.unixhttp import JsonHandler, UnixHTTPConnection, UnixHTTPServer
 from satlab.link_backend import BackendUnavailable
 from satlab.settings import (
     EMULATOR_BIN,
@@ -91,6 +94,9 @@ LOCAL_SERVICES = {
     int(PEP_HTTP_LISTEN.rsplit(":", 1)[1]): "pep",
 }
 MAX_RELAY_BYTES = 1 << 20
+# A request relayed to a hop box's sub-agent (/boxes/ROLE/...): the longest any takes is a
+# process stop (SIGTERM, 3 s, SIGKILL) or a reset of several.
+RELAY_TIMEOUT_S = 30.0
 
 
 class Managed:
@@ -404,13 +410,33 @@ class Agent:
 
     def hops(self, body: dict[str, Any]) -> tuple[int, Any]:
         hops, mtu = [int(n) for n in body["hops"]], int(body["mtu"])
+        uplinks = tuple(str(i) for i in body.get("uplinks", UPLINKS))
         if self.hop_box is None:
             return 409, {"error": f"hops: box {self.name} is no hop box (agent --hop-box)"}
+        if len(uplinks) != len(UPLINKS):
+            return 400, {"error": f"uplinks: {list(uplinks)} is not 3 interfaces {UPLINKS}"}
         with self.lock:
             try:
-                return 200, self.hop_box.build(hops, mtu)
+                return 200, self.hop_box.build(hops, mtu, (uplinks[0], uplinks[1], uplinks[2]))
             except RuntimeError as exc:
                 return 500, {"error": f"hops: {exc}"}
+
+    def relay_box(self, role: str, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """One request to the agent of box `role` that this hop box made, answered as it
+        answers (status and JSON body)."""
+        if self.hop_box is None or role not in self.hop_box.agents:
+            return 404, {"error": f"boxes: box {self.name} has no box {role!r} (POST /hops)"}
+        conn = UnixHTTPConnection(str(self.hop_box.boxes / f"{role}.sock"), RELAY_TIMEOUT_S)
+        try:
+            payload = None if body is None else json.dumps(body)
+            headers = {"Content-Type": "application/json"} if payload else {}
+            conn.request(method, path, body=payload, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read() or b"null")
+        except (OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
+            return 502, {"error": f"box {role}: {method} {path}: {exc}"}
+        finally:
+            conn.close()
 
     def start_process(self, body: dict[str, Any]) -> tuple[int, Any]:
         ident, kind, args = body["id"], body["kind"], [str(a) for a in body.get("args", [])]
@@ -554,6 +580,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.addressing(body)
         case "POST", ["hops"]:
             return agent.hops(body)
+        case _, ["boxes", role, *rest]:
+            return agent.relay_box(role, method, "/" + "/".join(rest), body)
         case "POST", ["processes"]:
             return agent.start_process(body)
         case "GET", ["processes", ident]:

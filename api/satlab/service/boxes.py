@@ -7,6 +7,9 @@ checked on every connection. The interfaces a role needs, in order:
   server, client  [experiment NIC]
   gw, st          [LAN-side NIC, satellite-side NIC]
   emu             [NIC cabled to the gw edge, NIC cabled to the st edge]  (its af_packet ports)
+  hop             [servers' LAN NIC, NIC to the gw box's hopup, NIC to its hoplan]
+A gw box has two more, [..., hopup NIC, hoplan NIC], to run scenarios with terrestrial hops
+(`path.terrestrial`: the hop box builds the hops' routers and emulators, README hardware).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from sqlalchemy.orm import Session
 from satlab.agent.tlsca import NAME
 from satlab.service.errors import Conflict, Invalid, NotFound
 from satlab.service.models import BOX_ROLES, Box
+from satlab.testbed.hardware import GW_WITH_HOPS
 
 # Linux interface names: at most 15 bytes, no '/', ':' or white space (dev_valid_name).
 IFNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
-INTERFACES_NEEDED = {"server": 1, "client": 1, "gw": 2, "st": 2, "emu": 2}
+INTERFACES_NEEDED = {"server": 1, "client": 1, "gw": 2, "st": 2, "emu": 2, "hop": 3}
 HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
 
@@ -33,10 +37,12 @@ class BoxIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(max_length=63, description="the DNS name in its agent's certificate")
-    role: str = Field(description="server, client, gw, emu or st")
+    role: str = Field(description="server, client, gw, emu, st or hop")
     address: str = Field(max_length=300, description="HOST:PORT its agent listens on (TLS)")
     interfaces: list[str] = Field(
-        max_length=8, description="NIC names: servers/clients 1, gw/st [lan, sat], emu [gw, st]"
+        max_length=8,
+        description="NIC names: servers/clients 1, gw/st [lan, sat] (gw with hops: "
+        "+ [hopup, hoplan]), emu [gw, st], hop [srv, hopup, hoplan]",
     )
 
 
@@ -76,9 +82,12 @@ def validate(body: BoxIn) -> list[str]:
         errors.append(f"name: {body.name!r} is not a DNS label (a-z, 0-9, '-', at most 63)")
     if body.role not in BOX_ROLES:
         errors.append(f"role: {body.role!r} is not one of {', '.join(BOX_ROLES)}")
-    elif len(body.interfaces) != INTERFACES_NEEDED[body.role]:
+    elif len(body.interfaces) != INTERFACES_NEEDED[body.role] and not (
+        body.role == "gw" and len(body.interfaces) == GW_WITH_HOPS
+    ):
         errors.append(
-            f"interfaces: a box of role {body.role} needs {INTERFACES_NEEDED[body.role]} "
+            f"interfaces: a box of role {body.role} needs {INTERFACES_NEEDED[body.role]}"
+            f"{f' or {GW_WITH_HOPS}' if body.role == 'gw' else ''} "
             f"(got {len(body.interfaces)}); see GET /api/boxes' description"
         )
     bad = [i for i in body.interfaces if not IFNAME.match(i)]

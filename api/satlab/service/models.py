@@ -34,7 +34,7 @@ ROLES = ("viewer", "submitter", "admin")
 RUN_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 EXPERIMENT_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 FILE_KINDS = ("attenuation", "delay", "modcod", "per")
-BOX_ROLES = ("server", "client", "gw", "emu", "st")  # a hardware box's part in a testbed
+BOX_ROLES = ("server", "client", "gw", "emu", "st", "hop")  # a hardware box's part in a testbed
 
 
 def _now() -> Mapped[datetime]:

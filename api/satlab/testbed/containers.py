@@ -48,6 +48,7 @@ from satlab.agent import namespaces
 from satlab.agent.requests import Addressing, HopsBuild, InterfacePlan
 from satlab.agent.unixhttp import AgentError
 from satlab.settings import SHARED_DIR
+from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import topology
 from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -229,16 +230,15 @@ class ContainerTestbed(Testbed):
         self.agent(role, "DELETE", "/processes", timeout=15)
 
     def _unsplice(self, edge: str) -> None:
-        self.agent(edge, "POST", "/unsplice", {"interface": "sat0", "outside": OUTSIDE})
+        self.agent(edge, "POST", "/unsplice", edge_gateway.unsplice("sat0"))
 
     def _splice_gateways(self) -> None:
         """The edge gateway's two ports in each edge box, as topology.build wires a namespace
         edge: sat0 becomes a veth whose peer the gateway reads, the Docker interface toward the
         emulator is renamed `wan` (its addresses and routes move with it)."""
-        for edge, inside in GATEWAY_INSIDE.items():
+        for edge in GATEWAY_INSIDE:
             if self.gateway:
-                body = {"interface": "sat0", "inside": inside, "outside": OUTSIDE}
-                self.agent(edge, "POST", "/splice", body)
+                self.agent(edge, "POST", "/splice", edge_gateway.splice(edge, "sat0"))
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None

@@ -18,6 +18,18 @@ from satlab.testbed.topology import GATEWAY_INSIDE
 OUTSIDE = "wan"
 
 
+def splice(edge: str, sat_interface: str) -> dict[str, str]:
+    """POST /splice for a box that outlives the run (a compose or hardware edge): its satellite
+    side `sat_interface` becomes the veth toward the gateway's `inside` port, and the NIC toward
+    the emulator is renamed OUTSIDE, as topology.build wires a namespace edge."""
+    return {"interface": sat_interface, "inside": GATEWAY_INSIDE[edge], "outside": OUTSIDE}
+
+
+def unsplice(sat_interface: str) -> dict[str, str]:
+    """POST /unsplice: the edge as it was before `splice` (nothing to undo is no error)."""
+    return {"interface": sat_interface, "outside": OUTSIDE}
+
+
 def gateway_config(
     g: GatewaySettings, role: str, sat_address: str, telemetry_socket: Path, seed: int
 ) -> dict[str, Any]:

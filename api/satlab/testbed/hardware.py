@@ -16,10 +16,24 @@ other kinds; what differs is where the boxes come from and how they are reached:
   second (satellite-side) one; the operator wires the experiment network on topology.py's address
   plan (servers behind gw, clients behind st, routes across the satellite), as the compose file
   does for containers;
+- a configuration with a `gateway` section gets the edge gateway spliced into the gw and st boxes
+  by their agents, as on containers (POST /splice, gateway.splice): the satellite-side NIC is
+  renamed `wan` and cabled on to the emulator as before, a veth takes its name, addresses and
+  routes, and the gateway reads that veth's peer (gwx / stx) and `wan`; closing undoes it. The
+  agent's own control address must not be on the satellite-side NIC;
+- terrestrial hops (`path.terrestrial`) need a box of role `hop` (one holds any number of hops) and
+  a gw box registered with four NICs [lan, sat, hopup, hoplan]: the hop box's agent (--hop-box)
+  builds the run's routers, hop emulators and cross hosts as namespaces on its NICs [srv, hopup,
+  hoplan] (POST /hops, satlab.agent.hopbox), which the operator cables as the compose networks:
+  srv on the servers' LAN switch, hopup to the gw box's hopup, hoplan to its hoplan. The gw and st
+  boxes are then addressed as on containers (containers.box_plans on the registered NICs, POST
+  /addressing: gw gives 10.250.1.1 up to r1), and back after the run; the end hosts' routes and
+  every MTU stay the operator's. The hop box's sub-agents are reached through its agent
+  (/boxes/ROLE/...). Too few boxes of a role fail the run naming the field (hosts,
+  path.terrestrial);
 - the run directory (emulator and gateway files, the emulator's telemetry socket) is
   SATLAB_HARDWARE_DIR/ID, which the worker and the boxes must see at the same path, and the
   telemetry socket being a Unix socket, the worker runs on the emulator box (README, hardware);
-- no terrestrial hops and no edge gateway yet: such scenarios are refused naming the field.
 
 Selected with SATLAB_TESTBED=hardware (satlab.testbed.backend).
 """
@@ -40,16 +54,27 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from satlab.agent import tlshttp
+from satlab.agent.requests import HopsBuild, InterfacePlan
 from satlab.agent.tlshttp import TlsTarget
 from satlab.agent.unixhttp import AgentError, request
 from satlab.settings import HARDWARE_DIR, box_wait_s, controller_tls_paths, get_settings
+from satlab.testbed import gateway as edge_gateway
 from satlab.testbed import topology
+from satlab.testbed.containers import box_plans
+from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError, _alive
+from satlab.testbed.topology import GATEWAY_INSIDE
 
 # The first key of every box lease (pg_try_advisory_lock(int, int)); the second is the name's CRC32.
 # Two names with one CRC only make their boxes take turns, never share.
 LEASE_CLASS = 0x5A7B0C5
 HEALTH_TIMEOUT_S = 3.0
+GW_WITH_HOPS = 4  # NICs of a gw box cabled to a hop box: [lan, sat, hopup, hoplan]
+HOP_MACHINE = "hops"  # the leased hop box's key in `boxes` (no testbed role: its boxes are)
+# The interfaces of containers.box_plans by their place among a box's registered ones.
+PLAN_INTERFACES = {"gw": ["lan", "sat0", "hopup", "hoplan"], "st": ["lan", "sat0"]}
+# The scenario field a shortage of a role's boxes comes from.
+FIELD = {"hop": "path.terrestrial"}
 
 
 @dataclass(frozen=True)
@@ -161,12 +186,12 @@ def pick(leases: Leases, wanted: dict[str, int], wait_s: float) -> dict[str, lis
         by_role = {r: [b for b in boxes if b.role == r] for r in wanted}
         short = {r: n for r, n in wanted.items() if len(by_role[r]) < n}
         if short:
-            need = [
-                f"{n} of role {r} (registered: {[b.name for b in by_role[r]]})"
-                for r, n in short.items()
-            ]
             raise TestbedError(
-                f"hosts: the registered boxes cannot hold this scenario: it needs {', '.join(need)}"
+                "; ".join(
+                    f"{FIELD.get(r, 'hosts')}: the registered boxes cannot hold this scenario: "
+                    f"it needs {n} of role {r} (registered: {[b.name for b in by_role[r]]})"
+                    for r, n in short.items()
+                )
             )
         got: dict[str, list[RegisteredBox]] = {r: [] for r in wanted}
         for role, n in wanted.items():
@@ -191,38 +216,23 @@ class HardwareTestbed(Testbed):
     """`with HardwareTestbed(servers=1, clients=1) as tb:`: leased registered boxes as a testbed."""
 
     __test__ = False
-    # Leased in __enter__: the boxes by testbed role (srv1, gw, emu, st, cli1), their agents.
+    # Leased in __enter__: the boxes by testbed role (srv1, gw, emu, st, cli1; HOP_MACHINE with
+    # hops), their agents, and the roles of the hop box's own boxes (reached through its agent).
     boxes: dict[str, RegisteredBox]
     targets: dict[str, TlsTarget]
+    relayed: set[str]
     _leases: Leases | None = None
 
     def _run_dir(self) -> Path:
         return HARDWARE_DIR / self.id
 
     def __enter__(self) -> HardwareTestbed:
-        if self.hops:
-            raise TestbedError(
-                "path.terrestrial: the hardware testbed has no terrestrial hops yet; run "
-                "scenarios with hops on a namespace testbed (SATLAB_TESTBED=namespaces)"
-            )
-        if self.gateway:
-            raise TestbedError(
-                "configuration.gateway: the hardware testbed does not splice the edge gateway "
-                "in yet; run gateway configurations on a namespace or compose testbed"
-            )
         ctx = _controller_context()
         wait_s = box_wait_s()
-        self.boxes, self.targets = {}, {}
+        self.boxes, self.targets, self.relayed = {}, {}, set()
         self._leases = Leases()
         try:
-            wanted = {"server": self.servers, "client": self.clients, "gw": 1, "emu": 1, "st": 1}
-            got = pick(self._leases, wanted, wait_s)
-            for i, box in enumerate(got["server"], 1):
-                self.boxes[f"srv{i}"] = box
-            for role in ("gw", "emu", "st"):
-                self.boxes[role] = got[role][0]
-            for i, box in enumerate(got["client"], 1):
-                self.boxes[f"cli{i}"] = box
+            self._lease(wait_s)
             self.targets = {
                 role: TlsTarget(box.name, *box.host_port, ctx) for role, box in self.boxes.items()
             }
@@ -240,14 +250,45 @@ class HardwareTestbed(Testbed):
                 except AgentError as exc:
                     raise TestbedError(f"box {box.name} ({role}): unreachable: {exc}") from None
                 self.agent(role, "DELETE", "/processes", timeout=15)  # an earlier run's leftovers
-                self.topo.boxes[role] = topology.Box(
-                    role, f"box:{box.name}", self._data_address(role), interfaces=box.interfaces
-                )
+                if role != HOP_MACHINE:
+                    self.topo.boxes[role] = topology.Box(
+                        role, f"box:{box.name}", self._data_address(role), interfaces=box.interfaces
+                    )
+            for edge in GATEWAY_INSIDE:  # a worker that died mid-run leaves it spliced
+                self.agent(edge, "POST", "/unsplice", edge_gateway.unsplice(self._sat_nic(edge)))
+            self._wire_hops()
+            for edge in GATEWAY_INSIDE if self.gateway else ():
+                self.agent(edge, "POST", "/splice", edge_gateway.splice(edge, self._sat_nic(edge)))
             self._configure_forwarding()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _lease(self, wait_s: float) -> None:
+        wanted = {"server": self.servers, "client": self.clients, "gw": 1, "emu": 1, "st": 1}
+        if self.hops:
+            wanted["hop"] = 1  # one hop box builds every hop of the run
+        assert self._leases is not None
+        got = pick(self._leases, wanted, wait_s)
+        for i, box in enumerate(got["server"], 1):
+            self.boxes[f"srv{i}"] = box
+        for role in ("gw", "emu", "st"):
+            self.boxes[role] = got[role][0]
+        for i, box in enumerate(got["client"], 1):
+            self.boxes[f"cli{i}"] = box
+        if self.hops:
+            self.boxes[HOP_MACHINE] = got["hop"][0]
+            gw = self.boxes["gw"]
+            if len(gw.interfaces) != GW_WITH_HOPS:
+                raise TestbedError(
+                    f"path.terrestrial: box {gw.name} (gw) is registered with interfaces "
+                    f"{gw.interfaces}; a run with hops needs {GW_WITH_HOPS} [lan, sat, hopup, "
+                    "hoplan], the last two cabled to the hop box"
+                )
+
+    def _sat_nic(self, edge: str) -> str:
+        return self.boxes[edge].interfaces[1]
 
     def _data_address(self, role: str) -> str | None:
         """The box's IPv4 address on the experiment network (None for the emulator)."""
@@ -263,10 +304,59 @@ class HardwareTestbed(Testbed):
             )
         return str(addresses[ifname][0])
 
+    def _wire_hops(self) -> None:
+        """The run's terrestrial hops in the hop box, each of its boxes in the topology by role,
+        and the edges addressed for them; a gw box cabled to a hop box is addressed for a run
+        without hops too (an earlier run's may have died with it addressed for its hops)."""
+        assert self.topo is not None
+        if self.hops:
+            hop = self.boxes[HOP_MACHINE]
+            build = HopsBuild(hops=self.hops, mtu=self.mtu, uplinks=hop.interfaces)
+            built = self.agent(HOP_MACHINE, "POST", "/hops", build, timeout=60)
+            for role, box in built["boxes"].items():
+                self.relayed.add(role)
+                self.topo.boxes[role] = topology.Box(role, f"box:{hop.name}/{role}", **box)
+            self.agent(HOP_MACHINE, "POST", "/offloads", {"interfaces": built["interfaces"]})
+        if self.hops or len(self.boxes["gw"].interfaces) == GW_WITH_HOPS:
+            self._addressing(len(self.hops))
+
+    def _addressing(self, hops: int) -> None:
+        """POST /addressing of containers.box_plans on the registered NICs: the gw and st boxes
+        as the address plan has them with `hops` hops; the servers only forget their neighbours
+        (10.250.1.1 is r1's or gw's by turns). MTUs and the end hosts' routes are the
+        operator's, so those parts of the plans are left out."""
+        for role, plan in box_plans(hops, self.servers, self.clients, self.mtu).items():
+            box = self.boxes.get(role)
+            if box is None or not self.agent_alive(role):
+                continue
+            interfaces: dict[str, InterfacePlan] = {}
+            if role in PLAN_INTERFACES:
+                names = dict(zip(PLAN_INTERFACES[role], box.interfaces, strict=False))
+                for name, ifplan in plan["interfaces"].items():
+                    if name in names:
+                        ifplan.pop("mtu", None)
+                        interfaces[names[name]] = ifplan
+            elif role.startswith("srv"):
+                interfaces[box.interfaces[0]] = {}
+            if interfaces:
+                self.agent(role, "POST", "/addressing", {"interfaces": interfaces})
+
     def close(self) -> None:
         for role in list(self.topo.boxes if self.topo else []):
             if self.agent_alive(role):
                 self.agent(role, "DELETE", "/processes", timeout=15)
+        if self.topo is not None:
+            for edge in GATEWAY_INSIDE:
+                if self.gateway and self.agent_alive(edge):
+                    self.agent(
+                        edge, "POST", "/unsplice", edge_gateway.unsplice(self._sat_nic(edge))
+                    )
+            if self.hops:
+                if self.agent_alive(HOP_MACHINE):
+                    build = HopsBuild(hops=[], mtu=self.mtu)
+                    self.agent(HOP_MACHINE, "POST", "/hops", build, timeout=30)
+                self.relayed.clear()
+                self._addressing(0)  # the servers' gateway back on the gw box
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._leases is not None:
             self._leases.close()  # releases every lease of the run
@@ -274,10 +364,14 @@ class HardwareTestbed(Testbed):
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
-        for edge in ("gw", "st"):
+        for edge in ("gw", "st", *self.topo.routers):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
-        for role, box in self.boxes.items():
-            self.agent(role, "POST", "/offloads", {"interfaces": box.interfaces})
+        for role, box in self.topo.boxes.items():
+            # the registered NICs, or what the hop box made; a spliced edge's gateway ports too
+            ifaces = self.boxes[role].interfaces if role in self.boxes else box.interfaces
+            if role in GATEWAY_INSIDE and self.gateway:
+                ifaces = [*ifaces, GATEWAY_INSIDE[role], OUTSIDE]
+            self.agent(role, "POST", "/offloads", {"interfaces": ifaces})
 
     def emulator_interfaces(self) -> dict[str, str]:
         emu = self.boxes["emu"].interfaces
@@ -286,9 +380,13 @@ class HardwareTestbed(Testbed):
     def agent(
         self, role: str, method: str, url: str, body: Any = None, timeout: float = 10.0
     ) -> Any:
+        if role in self.relayed:  # a box of the hop box's, through its agent
+            return request(self.targets[HOP_MACHINE], method, f"/boxes/{role}{url}", body, timeout)
         return request(self.targets[role], method, url, body, timeout)
 
     def agent_alive(self, role: str) -> bool:
+        if role not in self.targets and role not in self.relayed:
+            return False
         try:
             self.agent(role, "GET", "/health", timeout=2)
         except AgentError:

@@ -33,6 +33,23 @@ def test_admin_registers_lists_and_removes(client: TestClient, tokens: Tokens) -
     assert client.delete("/api/boxes/emu-a", headers=tokens.h("admin")).status_code == 404
 
 
+def test_a_hop_box_and_a_gw_box_cabled_to_it(client: TestClient, tokens: Tokens) -> None:
+    """Terrestrial hops on hardware: a box of role hop with its three NICs, and a gw box with
+    two more (hopup, hoplan) than without hops; the database takes the role (migration 0006)."""
+    hop = {"name": "hop-a", "role": "hop", "address": "10.0.0.5:7443"}
+    hop["interfaces"] = ["eth1", "eth2", "eth3"]
+    gw = {"name": "gw-a", "role": "gw", "address": "10.0.0.6:7443"}
+    gw["interfaces"] = ["lan", "sat", "hopup", "hoplan"]
+    for body in (hop, gw):
+        r = client.post("/api/boxes", json=body, headers=tokens.h("admin"))
+        assert r.status_code == 201, r.text
+    listed = client.get("/api/boxes", headers=tokens.h("admin")).json()
+    assert {(b["name"], b["role"], len(b["interfaces"])) for b in listed} == {
+        ("hop-a", "hop", 3),
+        ("gw-a", "gw", 4),
+    }
+
+
 @pytest.mark.parametrize("role", ["submitter", "viewer"])
 def test_only_admins(client: TestClient, tokens: Tokens, role: str) -> None:
     assert client.post("/api/boxes", json=EMU, headers=tokens.h(role)).status_code == 403
@@ -45,9 +62,10 @@ def test_only_admins(client: TestClient, tokens: Tokens, role: str) -> None:
     ("change", "field", "reason"),
     [
         ({"name": "Emu_A"}, "name", "is not a DNS label"),
-        ({"role": "router"}, "role", "is not one of server, client, gw, emu, st"),
+        ({"role": "router"}, "role", "is not one of server, client, gw, emu, st, hop"),
         ({"interfaces": ["enp1s0"]}, "interfaces", "a box of role emu needs 2 (got 1)"),
-        ({"role": "gw", "interfaces": ["lan0"]}, "interfaces", "a box of role gw needs 2"),
+        ({"role": "gw", "interfaces": ["lan0"]}, "interfaces", "a box of role gw needs 2 or 4"),
+        ({"role": "hop", "interfaces": ["a", "b"]}, "interfaces", "role hop needs 3 (got 2)"),
         ({"interfaces": ["enp1s0", "enp1s0"]}, "interfaces", "names one NIC twice"),
         ({"interfaces": ["enp1s0", "a/b"]}, "interfaces", "are not interface names"),
         ({"address": "10.0.0.3"}, "address", "is not HOST:PORT"),
