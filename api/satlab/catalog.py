@@ -24,8 +24,8 @@ class SchemePreset(TypedDict):
     host_settings: NotRequired[dict[str, Any]]
 
 
-# Thresholds of the RED entries: the gateway's defaults (scenario.GatewayAqm: min_th 5, max_th 15
-# average packets, max_p 0.1, w_q 0.002), the classic Floyd-Jacobson values; a scenario that
+# Thresholds of the RED entries: the gateway's defaults (gateway/src/config.rs: min_th 5, max_th
+# 15 average packets, max_p 0.1, w_q 0.002), the classic Floyd-Jacobson values; a scenario that
 # wants others edits them after picking.
 SCHEME_PRESETS: list[SchemePreset] = [
     {

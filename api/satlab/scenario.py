@@ -30,7 +30,9 @@ from pydantic import (
 
 from satlab import linkbudget
 from satlab.expectations import ExpectationSpec, Measure, same_value
+from satlab.gateway_settings import GatewaySettings
 from satlab.link_backend import BACKENDS
+from satlab.records.pep import PepRelay
 from satlab.records.withhold import Withhold
 from satlab.schemes import PROJECT_SCHEMES
 
@@ -266,79 +268,26 @@ class Transport(Strict):
     )
 
 
-class GatewayAqm(Strict):
-    """The gateway's egress queue toward the satellite (gateway/README.md, "AQM")."""
-
-    kind: Literal["drop_tail", "red", "red_ecn"] = "drop_tail"
-    limit_packets: int = Field(1000, ge=1, le=10_000_000)
-    limit_bytes: int = Field(1_500_000, ge=64, le=1 << 34)
-    min_th_packets: float = Field(5, ge=0, le=1e7, description="RED min_th, average packets")
-    max_th_packets: float = Field(15, ge=0, le=1e7, description="RED max_th, average packets")
-    max_p: float = Field(0.1, ge=0, le=1, description="RED drop/mark probability at max_th")
-    w_q: float = Field(0.002, ge=1e-6, le=1, description="RED averaging weight")
-
-    @model_validator(mode="after")
-    def _thresholds(self) -> GatewayAqm:
-        if self.max_th_packets <= self.min_th_packets:
-            raise ValueError(
-                f"max_th_packets: {self.max_th_packets} must be greater than min_th_packets "
-                f"({self.min_th_packets})"
-            )
-        return self
-
-
-class GatewaySettings(Strict):
-    """The edge gateway at both edges (gateway/README.md); absent: no gateway in the path."""
-
-    rate_factor: float = Field(
-        0.97, ge=0.1, le=1.0, description="egress pacing rate / the link's current useful rate"
-    )
-    aqm: GatewayAqm = GatewayAqm()
-    eten: bool = Field(False, description="BETEN notices for corrupted/erased packets")
-    eten_hmac_key_hex: str | None = Field(None, pattern=r"^([0-9a-fA-F]{2}){16,64}$")
-    eten_rate_limit_per_s: float = Field(1000, ge=0, le=1e7)
-    ceten: bool = Field(False, description="CETEN survival estimates stamped on the TCP option")
-    ceten_reflect: bool = Field(False, description="the st/gw edge reflects CETEN on ACKs")
-    ceten_alpha: float = Field(
-        0.5,
-        ge=1e-6,  # the gateway refuses smaller (gateway_schema.json, ceten.alpha)
-        le=1,
-        description="EWMA weight of the newest packet in the per-link survival estimates (the "
-        "ETEN report's 0.5 forgets a corruption within about ten packets; smaller values "
-        "remember longer)",
-    )
-    ern: bool = Field(False, description="IP-ERN router (XCP laws on ERN traffic)")
-    ern_ports: list[int] = Field(default_factory=list, max_length=64)
-
-
-class PepSettings(Strict):
-    """The split-TCP PEP (gateway/pep/README.md) at one or both edges; absent: end-to-end TCP."""
+class PepSettings(PepRelay):
+    """The split-TCP PEP (gateway/pep/README.md) at one or both edges; absent: end-to-end TCP.
+    Its relay settings are the PEP's own type (gateway/pep/src/config.rs, generated from its
+    --print-schema by `make schemas`: the binary's fields, bounds and defaults); `edges` is the
+    testbed's, which edges run one."""
 
     edges: Literal["gw", "st", "both"] = Field(
         "both", description="where connections are split: the gw edge, the st edge, or both"
     )
-    congestion_control: str = Field(
-        "cubic",
-        pattern=r"^[a-z0-9_]{1,15}$",
-        description="the satellite leg's TCP_CONGESTION: a kernel or project eBPF algorithm",
-    )
-    buffer_bytes: int = Field(
-        4 << 20,
-        description="satellite-leg SO_SNDBUF/SO_RCVBUF; size for the GEO BDP (0: autotuning)",
-    )
-    initial_window_packets: int = Field(
-        10,
-        ge=0,
-        le=1000,
-        description="initcwnd/initrwnd of routes out the satellite side (0: as is)",
-    )
-    max_connections: int = Field(2048, ge=1, le=100_000, description="more are refused (reset)")
-    idle_timeout_s: float = Field(300, ge=0.1, le=86400, description="idle connections are reset")
 
     @model_validator(mode="after")
     def _buffer(self) -> PepSettings:
-        if self.buffer_bytes != 0 and not 65536 <= self.buffer_bytes <= 1073741823:
-            raise ValueError("buffer_bytes must be 0 or between 65536 and 1073741823 bytes")
+        # "0 or at least N" has no JSON Schema keyword a generated model checks: the PEP's
+        # schema carries N as x-minimum-unless-zero (its own validation checks the same).
+        extra = PepRelay.model_fields["buffer_bytes"].json_schema_extra
+        least = extra.get("x-minimum-unless-zero") if isinstance(extra, dict) else None
+        if isinstance(least, int) and 0 < self.buffer_bytes < least:
+            raise ValueError(
+                f"buffer_bytes: {self.buffer_bytes} must be 0 or at least {least} bytes"
+            )
         return self
 
 

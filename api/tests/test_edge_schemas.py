@@ -1,25 +1,28 @@
-"""The gateway's and the PEP's configurations are owned by their Rust types (gateway/src/config.rs,
-gateway/pep/src/config.rs), whose JSON Schemas `make schemas` commits as gateway_schema.json and
-pep_schema.json. A scenario's `gateway` and `pep` sections keep their flat YAML shape, and the
-testbed (satlab.testbed.gateway, satlab.testbed.pep) writes each binary's file from them: every
-value a scenario accepts must give a file the binary's own `--check` accepts. The withholding
-receiver's settings type is the binary's own (endhosts/withhold/src/config.rs, withhold_schema.json,
-the generated records/withhold.py): its flags must read back as the settings the scenario gave."""
+"""The gateway's, the PEP's and the withholding receiver's configurations are owned by their Rust
+types (gateway/src/config.rs, gateway/pep/src/config.rs, endhosts/withhold/src/config.rs), whose
+JSON Schemas `make schemas` commits (gateway_schema.json, pep_schema.json, withhold_schema.json).
+A scenario's `pep` section is the PEP's own settings type plus `edges` (the generated
+records/pep.py), `receiver.withhold` the receiver's (records/withhold.py); the `gateway` section
+keeps its flat spelling, each field naming the gateway file path whose default and bounds it takes
+(satlab.gateway_settings). Every value a scenario accepts must give a file the binary's own
+`--check` accepts, and a value past a bound names the field and the binary's limit."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import annotated_types
 import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from satlab.gateway_settings import GatewayAqm, GatewaySettings, file_path, gateway_property
 from satlab.records.withhold import Withhold
-from satlab.scenario import GatewayAqm, GatewaySettings, PepSettings, parse_scenario
+from satlab.scenario import PepSettings, parse_scenario
 from satlab.settings import GATEWAY_BIN, PEP_BIN, WITHHOLD_BIN
 from satlab.testbed import withhold
 from satlab.testbed.gateway import gateway_config
@@ -140,3 +143,64 @@ def test_the_scenario_refuses_withhold_settings_outside_the_binarys_bounds() -> 
     base["configurations"][0]["receiver"]["withhold"]["rtt_ms"] = rtt["maximum"] + 1
     with pytest.raises(ValueError, match=r"receiver.withhold.rtt_ms: Input should be less"):
         parse_scenario(base)
+
+
+def _configuration(section: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "e",
+        "traffic": [{"kind": "bulk_tcp", "duration_s": 1}],
+        "configurations": [{"name": "c", section: value}],
+    }
+
+
+# (section, field as the scenario spells it, its place in the binary's schema, a value past it)
+OUT_OF_BOUNDS = [
+    ("gateway", "ceten_alpha", ("gateway", "Ceten", "alpha", "minimum"), 0),
+    ("gateway", "rate_factor", ("gateway", "Egress", "rate_factor", "maximum"), 1.5),
+    ("gateway", "eten_rate_limit_per_s", ("gateway", "Eten", "rate_limit_per_s", "maximum"), 1e9),
+    ("pep", "idle_timeout_s", ("pep", "PepRelay", "idle_timeout_s", "maximum"), 1e6),
+    ("pep", "max_connections", ("pep", "PepRelay", "max_connections", "minimum"), 0),
+]
+
+
+@pytest.mark.parametrize(("section", "field", "where", "value"), OUT_OF_BOUNDS)
+def test_a_bad_edge_setting_names_the_field_and_the_binarys_limit(
+    section: str, field: str, where: tuple[str, str, str, str], value: float
+) -> None:
+    binary, definition, name, keyword = where
+    schema = json.loads((SCHEMAS / f"{binary}_schema.json").read_text())
+    limit = schema["$defs"][definition]["properties"][name][keyword]
+    with pytest.raises(ValueError) as e:
+        parse_scenario(_configuration(section, {field: value}))
+    message = str(e.value)
+    assert f"configurations.0.{section}.{field}:" in message, message
+    # the bound as pydantic prints it (0.000001, 86400, 10000000.0): the message's last number
+    assert float(re.findall(r"[0-9][0-9.e+-]*", message)[-1]) == limit, (limit, message)
+
+
+def test_the_pep_buffer_is_zero_or_the_binarys_least() -> None:
+    schema = json.loads((SCHEMAS / "pep_schema.json").read_text())
+    least = schema["$defs"]["PepRelay"]["properties"]["buffer_bytes"]["x-minimum-unless-zero"]
+    for ok in (0, least):
+        assert parse_scenario(_configuration("pep", {"buffer_bytes": ok})).configurations[0].pep
+    with pytest.raises(
+        ValueError, match=rf"pep: .*buffer_bytes: {least - 1} must be 0 or at least {least}"
+    ):
+        parse_scenario(_configuration("pep", {"buffer_bytes": least - 1}))
+
+
+def test_the_gateway_sections_defaults_and_disciplines_are_the_binarys() -> None:
+    """Every field of the scenario's gateway section takes the default of the file path it names,
+    and its AQM disciplines are the gateway's AqmKind."""
+    schema = json.loads((SCHEMAS / "gateway_schema.json").read_text())
+    kinds = {v["const"] for v in schema["$defs"]["AqmKind"]["oneOf"]}
+    assert set(get_args(GatewayAqm.model_fields["kind"].annotation)) == kinds
+    written = _gateway(GatewaySettings())
+    for name, field in GatewaySettings.model_fields.items():
+        *sections, key = file_path(GatewaySettings, name).split(".")
+        node: Any = written
+        for section in sections:
+            node = node[section]
+        assert node[key] == GatewaySettings().model_dump()[name], name
+        if name != "aqm":
+            assert field.default == gateway_property(file_path(GatewaySettings, name))["default"]

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "schemes",
             "link_backend",
             "scenario",
+            "gateway_settings",
             "catalog",
             "phy",
             "traffic",

@@ -4,7 +4,7 @@
 
 use binkit::bounds::check_range;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -74,8 +74,8 @@ impl Default for Telemetry {
     }
 }
 
-/// AQM discipline of the egress queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+/// AQM discipline of the egress queue (Serialize: the schema then carries its default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AqmKind {
     /// Drop on arrival when a limit would be exceeded.
@@ -133,7 +133,7 @@ pub struct Egress {
     /// Fixed pacing rate, bit/s (overrides telemetry).
     #[schemars(range(min = 1e3, max = 1e11), extend("x-unit" = "bit/s"))]
     pub rate_bps: Option<f64>,
-    /// Pace at this fraction of the link's current useful rate.
+    /// Pace at this fraction of the link's current useful rate (egress pacing rate / useful rate).
     #[schemars(range(min = 0.1, max = 1.0))]
     pub rate_factor: f64,
     /// Rate before telemetry arrives; None = forward at line rate until then.
@@ -163,7 +163,7 @@ impl Default for Egress {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Eten {
-    /// Send notices.
+    /// Send BETEN notices for corrupted (and erased) packets.
     pub enabled: bool,
     /// Source address of the notices (this edge router's address).
     pub source_ip: Option<Ipv4Addr>,
@@ -207,7 +207,8 @@ impl Default for Eten {
 pub struct Ceten {
     /// Stamp the CETEN option's forward fields.
     pub enabled: bool,
-    /// EWMA weight of the newest sample (the report's 0.5).
+    /// EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's
+    /// 0.5 forgets a corruption within about ten packets; smaller values remember longer).
     #[schemars(range(min = 1e-6, max = 1.0))]
     pub alpha: f64,
     /// Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
@@ -232,9 +233,10 @@ impl Default for Ceten {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ern {
-    /// Compute and apply feedback.
+    /// Compute and apply feedback: the IP-ERN router (XCP laws on ERN traffic).
     pub enabled: bool,
     /// ERN-over-TCP ports (either port of a segment); empty = any port.
+    #[schemars(length(max = ERN_PORTS_MAX))]
     pub ports: Vec<u16>,
     /// Efficiency controller gain on spare bandwidth.
     #[schemars(range(min = 0.0, max = 1.0))]
@@ -487,8 +489,13 @@ impl Ceten {
     }
 }
 
+/// Most `ern.ports` (each segment is matched against the list).
+const ERN_PORTS_MAX: usize = 64;
+
 impl Ern {
     fn validate(&self) -> Result<(), String> {
+        let ports = self.ports.len();
+        check_range("ern.ports (how many)", ports, 0, ERN_PORTS_MAX, " ports")?;
         for (f, gain) in [
             ("ern.alpha", self.alpha),
             ("ern.beta", self.beta),
@@ -543,6 +550,13 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("eten.source_ip"), "{e}");
+        let ports: Vec<String> = (1..=65).map(|p| p.to_string()).collect();
+        let many = format!(
+            "role: gw\nports: {{inside: a, outside: b}}\nern: {{ports: [{}]}}\n",
+            ports.join(", ")
+        );
+        let e = Config::from_yaml_str(&many).unwrap_err();
+        assert!(e.contains("ern.ports") && e.contains("[0, 64]"), "{e}");
     }
 
     #[test]

@@ -84,7 +84,7 @@ def pep_config(dirpath: Path) -> Path:
             "table": int(TABLE),
             "install": False,  # the bench installs the same rules for every proxy
         },
-        "satellite": {
+        "settings": {
             "congestion_control": "cubic",
             "buffer_bytes": 0,
             "initial_window_packets": 0,

@@ -2,4 +2,5 @@
 Schemas it prints (`satlab-emulator --print-schema status|telemetry`; the Rust types are
 linkmodel::records): `status.EmulatorStatus` is its GET /status document, `telemetry.TelemetryLine`
 a line of its telemetry stream. `withhold.Withhold` is the withholding receiver's settings type as
-a pydantic model (a scenario's receiver.withhold), from `satlab-withhold --print-schema`."""
+a pydantic model (a scenario's receiver.withhold), from `satlab-withhold --print-schema`, and
+`pep.PepRelay` the PEP's (a scenario's pep section, with `edges`), from `satlab-pep --print-schema`."""

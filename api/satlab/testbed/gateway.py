@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from satlab.scenario import GatewaySettings
+from satlab.gateway_settings import GatewaySettings, file_path
 from satlab.settings import GATEWAY_HTTP_LISTEN as HTTP_LISTEN
 from satlab.testbed.topology import GATEWAY_INSIDE
 
@@ -33,23 +33,21 @@ def unsplice(sat_interface: str) -> dict[str, str]:
 def gateway_config(
     g: GatewaySettings, role: str, sat_address: str, telemetry_socket: Path, seed: int
 ) -> dict[str, Any]:
-    """The gateway's YAML configuration (as a dict) for one edge."""
-    return {
+    """The gateway's YAML configuration (as a dict) for one edge: the testbed's part (role,
+    ports, seed, telemetry, the notices' source address, HTTP endpoint) and each field of the
+    scenario's section at the file path it names (satlab.gateway_settings)."""
+    cfg: dict[str, Any] = {
         "role": role,
         "ports": {"inside": GATEWAY_INSIDE[role], "outside": OUTSIDE},
         "seed": seed,
         "telemetry": {"socket": str(telemetry_socket), "reconnect_ms": 100},
-        "egress": {
-            "rate_factor": g.rate_factor,
-            "aqm": g.aqm.model_dump(),
-        },
-        "eten": {
-            "enabled": g.eten,
-            "source_ip": sat_address,
-            "hmac_key_hex": g.eten_hmac_key_hex,
-            "rate_limit_per_s": g.eten_rate_limit_per_s,
-        },
-        "ceten": {"enabled": g.ceten, "reflect": g.ceten_reflect, "alpha": g.ceten_alpha},
-        "ern": {"enabled": g.ern, "ports": list(g.ern_ports)},
+        "eten": {"source_ip": sat_address},
         "http": {"listen": HTTP_LISTEN},
     }
+    for name, value in g.model_dump().items():
+        *sections, key = file_path(GatewaySettings, name).split(".")
+        node = cfg
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+    return cfg

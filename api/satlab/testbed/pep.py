@@ -38,10 +38,15 @@ def edges(p: PepSettings) -> list[str]:
 def pep_config(
     p: PepSettings, role: str, gateway: bool = False, cc: str | None = None
 ) -> dict[str, Any]:
-    """The PEP's YAML configuration (as a dict) for one edge. With a gateway bump at the edge,
-    TCP arriving on the bump's `wan` port counts as from the satellite too: the edge's kernel
-    received the link's frames there while `wan` answered ARP (nft trace: iif "wan"); it answers
-    none now (topology.build), and the entry stays as a guard."""
+    """The PEP's YAML configuration (as a dict) for one edge: the testbed's part (edge,
+    interception, HTTP endpoint) around the scenario's section as given (`settings`, without
+    `edges`; `cc` names the per-edge instance of a project congestion control). With a gateway
+    bump at the edge, TCP arriving on the bump's `wan` port counts as from the satellite too: the
+    edge's kernel received the link's frames there while `wan` answered ARP (nft trace: iif
+    "wan"); it answers none now (topology.build), and the entry stays as a guard."""
+    settings = p.model_dump(exclude={"edges"})
+    if cc:
+        settings["congestion_control"] = cc
     return {
         "edge": role,
         "intercept": {
@@ -49,13 +54,7 @@ def pep_config(
             "satellite_interface": "sat0",
             "satellite_extra_interfaces": [OUTSIDE] if gateway else [],
         },
-        "satellite": {
-            "congestion_control": cc or p.congestion_control,
-            "buffer_bytes": p.buffer_bytes,
-            "initial_window_packets": p.initial_window_packets,
-        },
-        "max_connections": p.max_connections,
-        "idle_timeout_s": p.idle_timeout_s,
+        "settings": settings,
         "http": {"listen": HTTP_LISTEN},
     }
 

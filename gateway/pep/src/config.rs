@@ -78,31 +78,51 @@ impl Default for Intercept {
     }
 }
 
-/// How the satellite leg's sockets are set up. Terrestrial legs keep the kernel's defaults.
+/// The PEP's relay settings: what a scenario's `pep` section gives (api/satlab/scenario.py embeds
+/// this type, generated from `--print-schema` by `make schemas`; the testbed adds only `edges`,
+/// where the PEP runs). `congestion_control`, `buffer_bytes` and `initial_window_packets` set up
+/// the satellite leg's sockets; terrestrial legs keep the kernel's defaults.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct Satellite {
-    /// TCP_CONGESTION of satellite-leg sockets: any kernel module or registered BPF struct_ops name.
+#[schemars(rename = "PepRelay")]
+pub struct Settings {
+    /// the satellite leg's TCP_CONGESTION: a kernel module or a registered BPF struct_ops name
     #[schemars(length(min = 1, max = 15), regex(pattern = r"^[A-Za-z0-9_]+$"))]
     pub congestion_control: String,
-    /// SO_SNDBUF and SO_RCVBUF (forced past the sysctl maxima) of satellite-leg sockets, bytes.
-    /// Size for the GEO bandwidth-delay product: rate x RTT, e.g. 20 Mbit/s x 0.6 s = 1.5 MB; the
-    /// kernel doubles the value for its bookkeeping. 0 = leave the kernel's autotuning.
-    #[schemars(range(max = 1_073_741_823), extend("x-unit" = "bytes"))]
+    /// satellite-leg SO_SNDBUF/SO_RCVBUF (forced past the sysctl maxima), bytes: 0 (the kernel's
+    /// autotuning) or 65536 to 1073741823; size for the GEO bandwidth-delay product (rate x RTT,
+    /// e.g. 20 Mbit/s x 0.6 s = 1.5 MB; the kernel doubles the value for its bookkeeping)
+    #[schemars(
+        range(max = BUFFER_BYTES_MAX),
+        extend("x-minimum-unless-zero" = BUFFER_BYTES_MIN, "x-unit" = "bytes")
+    )]
     pub buffer_bytes: u64,
-    /// Initial congestion and receive window, packets: the `initcwnd`/`initrwnd` metric of every
-    /// route out of `intercept.satellite_interface`, set at start and restored at exit (Linux has no
-    /// socket option for the initial window). 0 = leave the routes alone.
+    /// initcwnd/initrwnd of every route out of `intercept.satellite_interface`, packets, set at
+    /// start and restored at exit (Linux has no socket option for the initial window); 0: the
+    /// routes as they are
     #[schemars(range(max = 1000))]
     pub initial_window_packets: u32,
+    /// connections relayed at once; one more is refused with a reset and counted
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub max_connections: u32,
+    /// a connection with no byte relayed either way for this long is reset on both legs
+    #[schemars(range(min = 0.1, max = 86400.0), extend("x-unit" = "s"))]
+    pub idle_timeout_s: f64,
 }
 
-impl Default for Satellite {
+/// `settings.buffer_bytes`, when not 0: the schema says "0 or at least" as `x-minimum-unless-zero`
+/// (an `anyOf` would generate a union of two models on the service's side, not an int).
+const BUFFER_BYTES_MIN: u64 = 65536;
+const BUFFER_BYTES_MAX: u64 = 1_073_741_823;
+
+impl Default for Settings {
     fn default() -> Self {
-        Satellite {
+        Settings {
             congestion_control: "cubic".into(),
             buffer_bytes: 4 << 20,
             initial_window_packets: 10,
+            max_connections: 2048,
+            idle_timeout_s: 300.0,
         }
     }
 }
@@ -123,26 +143,20 @@ impl Default for Http {
     }
 }
 
-/// The whole file.
+/// The whole file: what the testbed sets per edge (edge, interception, HTTP endpoint) and the
+/// relay `settings`, a scenario's `pep` section as given.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "PepConfig")]
 pub struct Config {
     /// Which edge (label).
     pub edge: Edge,
     /// Interception.
     #[serde(default)]
     pub intercept: Intercept,
-    /// Satellite-leg socket settings.
+    /// The relay settings (a scenario's `pep` section).
     #[serde(default)]
-    pub satellite: Satellite,
-    /// Connections relayed at once; one more is refused with a reset and counted.
-    #[serde(default = "max_connections")]
-    #[schemars(range(min = 1, max = 1_000_000))]
-    pub max_connections: u32,
-    /// A connection with no byte relayed in either direction for this long is reset on both legs.
-    #[serde(default = "idle_timeout_s")]
-    #[schemars(range(min = 0.1, max = 86400.0), extend("x-unit" = "s"))]
-    pub idle_timeout_s: f64,
+    pub settings: Settings,
     /// Time allowed for the outgoing leg's handshake.
     #[serde(default = "connect_timeout_s")]
     #[schemars(range(min = 0.1, max = 600.0), extend("x-unit" = "s"))]
@@ -160,12 +174,6 @@ pub struct Config {
     pub http: Http,
 }
 
-fn max_connections() -> u32 {
-    2048
-}
-fn idle_timeout_s() -> f64 {
-    300.0
-}
 fn connect_timeout_s() -> f64 {
     30.0
 }
@@ -195,15 +203,12 @@ impl Config {
     /// kept equal by hand; cross-field rules such as the two ports differing are checked here only.
     pub fn validate(&self) -> Result<(), String> {
         self.intercept.validate()?;
-        self.satellite.validate()?;
+        self.settings.validate()?;
         self.validate_relay()
     }
 
-    /// The top-level numbers: how many connections, how long, how much is buffered and logged.
+    /// The top-level numbers: the onward handshake's time, how much is buffered and logged.
     fn validate_relay(&self) -> Result<(), String> {
-        let max = self.max_connections as f64;
-        check_range("max_connections", max, 1.0, 1_000_000.0, "")?;
-        check_range("idle_timeout_s", self.idle_timeout_s, 0.1, 86400.0, " s")?;
         check_range(
             "connect_timeout_s",
             self.connect_timeout_s,
@@ -251,7 +256,7 @@ impl Intercept {
     }
 }
 
-impl Satellite {
+impl Settings {
     fn validate(&self) -> Result<(), String> {
         let cc = &self.congestion_control;
         if cc.is_empty()
@@ -259,26 +264,28 @@ impl Satellite {
             || !cc.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
             return Err(format!(
-                "satellite.congestion_control: {cc:?} is not a TCP congestion control name (1-15 characters of [A-Za-z0-9_])"
+                "settings.congestion_control: {cc:?} is not a TCP congestion control name (1-15 characters of [A-Za-z0-9_])"
             ));
         }
-        let b = self.buffer_bytes as f64;
-        if b != 0.0 {
+        if self.buffer_bytes != 0 {
             check_range(
-                "satellite.buffer_bytes",
-                b,
-                65536.0,
-                1073741823.0,
+                "settings.buffer_bytes",
+                self.buffer_bytes,
+                BUFFER_BYTES_MIN,
+                BUFFER_BYTES_MAX,
                 " bytes (or 0)",
             )?;
         }
-        let iw = self.initial_window_packets as f64;
+        let iw = self.initial_window_packets;
+        check_range("settings.initial_window_packets", iw, 0, 1000, " packets")?;
+        let max = self.max_connections;
+        check_range("settings.max_connections", max, 1, 1_000_000, "")?;
         check_range(
-            "satellite.initial_window_packets",
-            iw,
-            0.0,
-            1000.0,
-            " packets",
+            "settings.idle_timeout_s",
+            self.idle_timeout_s,
+            0.1,
+            86400.0,
+            " s",
         )
     }
 }
@@ -291,22 +298,25 @@ mod tests {
     fn minimal_file_takes_defaults() {
         let c = Config::from_yaml_str("edge: gw").unwrap();
         assert_eq!(c.intercept.satellite_interface, "sat0");
-        assert_eq!(c.satellite.congestion_control, "cubic");
+        assert_eq!(c.settings.congestion_control, "cubic");
+        assert_eq!(c.settings.max_connections, 2048);
         assert_eq!(c.http.listen.unwrap().port(), 8792);
     }
 
     #[test]
     fn errors_name_the_field_and_bound() {
-        let e = Config::from_yaml_str("edge: st\nidle_timeout_s: 0").unwrap_err();
+        let e = Config::from_yaml_str("edge: st\nsettings: {idle_timeout_s: 0}").unwrap_err();
         assert!(
-            e.contains("idle_timeout_s") && e.contains("[0.1, 86400]"),
+            e.contains("settings.idle_timeout_s") && e.contains("[0.1, 86400]"),
             "{e}"
         );
         let e =
-            Config::from_yaml_str("edge: st\nsatellite: {congestion_control: 'a b'}").unwrap_err();
-        assert!(e.contains("satellite.congestion_control"), "{e}");
-        let e = Config::from_yaml_str("edge: st\nsatellite: {buffer_bytes: 10}").unwrap_err();
-        assert!(e.contains("satellite.buffer_bytes"), "{e}");
+            Config::from_yaml_str("edge: st\nsettings: {congestion_control: 'a b'}").unwrap_err();
+        assert!(e.contains("settings.congestion_control"), "{e}");
+        let e = Config::from_yaml_str("edge: st\nsettings: {buffer_bytes: 10}").unwrap_err();
+        assert!(e.contains("settings.buffer_bytes"), "{e}");
+        let e = Config::from_yaml_str("edge: st\nconnect_timeout_s: 0").unwrap_err();
+        assert!(e.contains("connect_timeout_s"), "{e}");
         let e = Config::from_yaml_str("edge: st\nbogus: 1").unwrap_err();
         assert!(e.contains("bogus"), "{e}");
     }
@@ -315,11 +325,13 @@ mod tests {
     fn schema_carries_the_bounds_validate_checks() {
         let s: serde_json::Value =
             serde_json::from_str(&binkit::schema::pretty::<Config>()).unwrap();
-        let idle = &s["properties"]["idle_timeout_s"];
+        let idle = &s["$defs"]["PepRelay"]["properties"]["idle_timeout_s"];
         assert_eq!(
             (idle["minimum"].as_f64(), idle["maximum"].as_f64()),
             (Some(0.1), Some(86400.0))
         );
+        let buffer = &s["$defs"]["PepRelay"]["properties"]["buffer_bytes"];
+        assert_eq!(buffer["x-minimum-unless-zero"], BUFFER_BYTES_MIN);
         assert_eq!(s["additionalProperties"], false);
         assert_eq!(s["required"], serde_json::json!(["edge"]));
     }

@@ -103,7 +103,7 @@ pub fn install(cfg: &Config) -> io::Result<Installed> {
     let _ = policy_rule("del", i.mark, i.table);
     policy_rule("add", i.mark, i.table)?;
     local_route("replace", i.table)?;
-    let iw = cfg.satellite.initial_window_packets;
+    let iw = cfg.settings.initial_window_packets;
     if iw > 0 {
         let dev = &i.satellite_interface;
         let shown = run(&["ip", "-o", "-4", "route", "show", "dev", dev], None)?;

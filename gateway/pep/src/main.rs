@@ -58,8 +58,8 @@ fn main() {
             "configuration OK: edge {}, satellite {} ({}), max {} connections",
             cfg.edge.as_str(),
             cfg.intercept.satellite_interface,
-            cfg.satellite.congestion_control,
-            cfg.max_connections
+            cfg.settings.congestion_control,
+            cfg.settings.max_connections
         );
         return;
     }
@@ -68,11 +68,11 @@ fn main() {
 
 fn run(cfg: config::Config) -> std::io::Result<()> {
     let limit = sock::raise_fd_limit();
-    let need = cfg.max_connections as u64 * FDS_PER_CONNECTION + 64;
+    let need = cfg.settings.max_connections as u64 * FDS_PER_CONNECTION + 64;
     if limit < need {
         return Err(std::io::Error::other(format!(
-            "max_connections: {} connections need {need} file descriptors, RLIMIT_NOFILE allows {limit}",
-            cfg.max_connections
+            "settings.max_connections: {} connections need {need} file descriptors, RLIMIT_NOFILE allows {limit}",
+            cfg.settings.max_connections
         )));
     }
     let sh = Arc::new(state::Shared::new(cfg));

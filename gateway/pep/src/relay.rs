@@ -87,7 +87,7 @@ impl Conn {
         // saturating: another direction may have touched the clock after `now` was read
         let now = self.t0.elapsed().as_nanos() as u64;
         let idle = now.saturating_sub(self.last_activity_ns.load(Ordering::Relaxed));
-        if idle as f64 * 1e-9 >= self.sh.cfg.idle_timeout_s {
+        if idle as f64 * 1e-9 >= self.sh.cfg.settings.idle_timeout_s {
             self.abort(&[0, 1], End::IdleTimeout, None);
             return true;
         }
@@ -228,7 +228,7 @@ fn watch_half_closed(c: &Conn, s: RawFd, src: usize) {
 
 /// How often a blocked direction wakes to check the idle clock and an abort by the other one.
 fn tick(sh: &Shared) -> Duration {
-    Duration::from_secs_f64((sh.cfg.idle_timeout_s / 4.0).clamp(0.05, 1.0))
+    Duration::from_secs_f64((sh.cfg.settings.idle_timeout_s / 4.0).clamp(0.05, 1.0))
 }
 
 /// Serves one accepted connection: opens the server leg from the client's own address (original
@@ -305,7 +305,7 @@ fn open_server_leg(
     server: SocketAddrV4,
     from_satellite: bool,
 ) -> io::Result<OwnedFd> {
-    let s = &sh.cfg.satellite;
+    let s = &sh.cfg.settings;
     let b = sock::transparent_tcp()?;
     let sat = if from_satellite { a } else { &b };
     if s.buffer_bytes > 0 && !from_satellite {
@@ -346,7 +346,7 @@ pub fn accept_loop(sh: Arc<Shared>, listener: OwnedFd, from_satellite: bool) {
         };
         Counters::add(&sh.c.accepted, 1);
         let active = sh.c.active.fetch_add(1, Ordering::Relaxed) + 1;
-        if active > sh.cfg.max_connections as u64 {
+        if active > sh.cfg.settings.max_connections as u64 {
             sh.c.active.fetch_sub(1, Ordering::Relaxed);
             Counters::add(&sh.c.refused_cap, 1);
             sock::set_abortive_close(a.as_raw_fd());
@@ -369,10 +369,10 @@ pub fn accept_loop(sh: Arc<Shared>, listener: OwnedFd, from_satellite: bool) {
 pub fn listener(sh: &Shared, port: u16, from_satellite: bool) -> io::Result<OwnedFd> {
     let l = sock::transparent_tcp()?;
     if from_satellite {
-        if sh.cfg.satellite.buffer_bytes > 0 {
-            sock::set_buffers(&l, sh.cfg.satellite.buffer_bytes)?;
+        if sh.cfg.settings.buffer_bytes > 0 {
+            sock::set_buffers(&l, sh.cfg.settings.buffer_bytes)?;
         }
-        sock::set_congestion(&l, &sh.cfg.satellite.congestion_control)?;
+        sock::set_congestion(&l, &sh.cfg.settings.congestion_control)?;
     }
     sock::bind(&l, SocketAddrV4::new([0, 0, 0, 0].into(), port))
         .map_err(|e| io::Error::new(e.kind(), format!("listen port {port}: {e}")))?;

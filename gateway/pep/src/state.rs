@@ -132,7 +132,7 @@ impl Shared {
 
     /// The JSON status document (pep/README.md lists the fields).
     pub fn status(&self) -> serde_json::Value {
-        let s = &self.cfg.satellite;
+        let s = &self.cfg.settings;
         serde_json::json!({
             "edge": self.cfg.edge.as_str(),
             "uptime_s": self.started.elapsed().as_secs_f64(),
@@ -142,8 +142,8 @@ impl Shared {
                 "buffer_bytes": s.buffer_bytes,
                 "initial_window_packets": s.initial_window_packets,
             },
-            "max_connections": self.cfg.max_connections,
-            "idle_timeout_s": self.cfg.idle_timeout_s,
+            "max_connections": self.cfg.settings.max_connections,
+            "idle_timeout_s": self.cfg.settings.idle_timeout_s,
             "counters": counters::json(&self.c.list()),
         })
     }

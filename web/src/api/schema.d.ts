@@ -798,6 +798,9 @@ export interface paths {
          *       server, client  [experiment NIC]
          *       gw, st          [LAN-side NIC, satellite-side NIC]
          *       emu             [NIC cabled to the gw edge, NIC cabled to the st edge]  (its af_packet ports)
+         *       hop             [servers' LAN NIC, NIC to the gw box's hopup, NIC to its hoplan]
+         *     A gw box has two more, [..., hopup NIC, hoplan NIC], to run scenarios with terrestrial hops
+         *     (`path.terrestrial`: the hop box builds the hops' routers and emulators, README hardware).
          */
         get: operations["list_boxes_api_boxes_get"];
         put?: never;
@@ -866,7 +869,7 @@ export interface components {
             name: string;
             /**
              * Role
-             * @description server, client, gw, emu or st
+             * @description server, client, gw, emu, st or hop
              */
             role: string;
             /**
@@ -876,7 +879,7 @@ export interface components {
             address: string;
             /**
              * Interfaces
-             * @description NIC names: servers/clients 1, gw/st [lan, sat], emu [gw, st]
+             * @description NIC names: servers/clients 1, gw/st [lan, sat] (gw with hops: + [hopup, hoplan]), emu [gw, st], hop [srv, hopup, hoplan]
              */
             interfaces: string[];
         };
@@ -889,7 +892,7 @@ export interface components {
             name: string;
             /**
              * Role
-             * @description server, client, gw, emu or st
+             * @description server, client, gw, emu, st or hop
              */
             role: string;
             /**
@@ -899,7 +902,7 @@ export interface components {
             address: string;
             /**
              * Interfaces
-             * @description NIC names: servers/clients 1, gw/st [lan, sat], emu [gw, st]
+             * @description NIC names: servers/clients 1, gw/st [lan, sat] (gw with hops: + [hopup, hoplan]), emu [gw, st], hop [srv, hopup, hoplan]
              */
             interfaces: string[];
             /**
@@ -1293,41 +1296,44 @@ export interface components {
         GatewayAqm: {
             /**
              * Kind
+             * @description Discipline.
              * @default drop_tail
              * @enum {string}
              */
             kind: "drop_tail" | "red" | "red_ecn";
             /**
              * Limit Packets
+             * @description Hard limit, packets.
              * @default 1000
              */
             limit_packets: number;
             /**
              * Limit Bytes
+             * @description Hard limit, bytes.
              * @default 1500000
              */
             limit_bytes: number;
             /**
              * Min Th Packets
-             * @description RED min_th, average packets
+             * @description RED minimum threshold (average queue, packets).
              * @default 5
              */
             min_th_packets: number;
             /**
              * Max Th Packets
-             * @description RED max_th, average packets
+             * @description RED maximum threshold (average queue, packets).
              * @default 15
              */
             max_th_packets: number;
             /**
              * Max P
-             * @description RED drop/mark probability at max_th
+             * @description RED mark/drop probability at max_th.
              * @default 0.1
              */
             max_p: number;
             /**
              * W Q
-             * @description RED averaging weight
+             * @description RED averaging weight.
              * @default 0.002
              */
             w_q: number;
@@ -1339,11 +1345,12 @@ export interface components {
         GatewaySettings: {
             /**
              * Rate Factor
-             * @description egress pacing rate / the link's current useful rate
+             * @description Pace at this fraction of the link's current useful rate (egress pacing rate / useful rate).
              * @default 0.97
              */
             rate_factor: number;
             /**
+             * @description Queue and AQM.
              * @default {
              *       "kind": "drop_tail",
              *       "limit_packets": 1000,
@@ -1357,43 +1364,52 @@ export interface components {
             aqm: components["schemas"]["GatewayAqm"];
             /**
              * Eten
-             * @description BETEN notices for corrupted/erased packets
+             * @description Send BETEN notices for corrupted (and erased) packets.
              * @default false
              */
             eten: boolean;
-            /** Eten Hmac Key Hex */
+            /**
+             * Eten Hmac Key Hex
+             * @description HMAC-SHA256 key, hex; None = no MAC.
+             */
             eten_hmac_key_hex?: string | null;
             /**
              * Eten Rate Limit Per S
+             * @description Token-bucket rate limit, notices per second.
              * @default 1000
              */
             eten_rate_limit_per_s: number;
             /**
              * Ceten
-             * @description CETEN survival estimates stamped on the TCP option
+             * @description Stamp the CETEN option's forward fields.
              * @default false
              */
             ceten: boolean;
             /**
              * Ceten Reflect
-             * @description the st/gw edge reflects CETEN on ACKs
+             * @description Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
              * @default false
              */
             ceten_reflect: boolean;
             /**
              * Ceten Alpha
-             * @description EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's 0.5 forgets a corruption within about ten packets; smaller values remember longer)
+             * @description EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's
+             *     0.5 forgets a corruption within about ten packets; smaller values remember longer).
              * @default 0.5
              */
             ceten_alpha: number;
             /**
              * Ern
-             * @description IP-ERN router (XCP laws on ERN traffic)
+             * @description Compute and apply feedback: the IP-ERN router (XCP laws on ERN traffic).
              * @default false
              */
             ern: boolean;
-            /** Ern Ports */
-            ern_ports?: number[];
+            /**
+             * Ern Ports
+             * @description ERN-over-TCP ports (either port of a segment); empty = any port.
+             * @default []
+             */
+            ern_ports: number[];
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -1641,8 +1657,45 @@ export interface components {
         /**
          * PepSettings
          * @description The split-TCP PEP (gateway/pep/README.md) at one or both edges; absent: end-to-end TCP.
+         *     Its relay settings are the PEP's own type (gateway/pep/src/config.rs, generated from its
+         *     --print-schema by `make schemas`: the binary's fields, bounds and defaults); `edges` is the
+         *     testbed's, which edges run one.
          */
         PepSettings: {
+            /**
+             * Buffer Bytes
+             * @description satellite-leg SO_SNDBUF/SO_RCVBUF (forced past the sysctl maxima), bytes: 0 (the kernel's
+             *     autotuning) or 65536 to 1073741823; size for the GEO bandwidth-delay product (rate x RTT,
+             *     e.g. 20 Mbit/s x 0.6 s = 1.5 MB; the kernel doubles the value for its bookkeeping)
+             * @default 4194304
+             */
+            buffer_bytes: number;
+            /**
+             * Congestion Control
+             * @description the satellite leg's TCP_CONGESTION: a kernel module or a registered BPF struct_ops name
+             * @default cubic
+             */
+            congestion_control: string;
+            /**
+             * Idle Timeout S
+             * @description a connection with no byte relayed either way for this long is reset on both legs
+             * @default 300
+             */
+            idle_timeout_s: number;
+            /**
+             * Initial Window Packets
+             * @description initcwnd/initrwnd of every route out of `intercept.satellite_interface`, packets, set at
+             *     start and restored at exit (Linux has no socket option for the initial window); 0: the
+             *     routes as they are
+             * @default 10
+             */
+            initial_window_packets: number;
+            /**
+             * Max Connections
+             * @description connections relayed at once; one more is refused with a reset and counted
+             * @default 2048
+             */
+            max_connections: number;
             /**
              * Edges
              * @description where connections are split: the gw edge, the st edge, or both
@@ -1650,36 +1703,6 @@ export interface components {
              * @enum {string}
              */
             edges: "gw" | "st" | "both";
-            /**
-             * Congestion Control
-             * @description the satellite leg's TCP_CONGESTION: a kernel or project eBPF algorithm
-             * @default cubic
-             */
-            congestion_control: string;
-            /**
-             * Buffer Bytes
-             * @description satellite-leg SO_SNDBUF/SO_RCVBUF; size for the GEO BDP (0: autotuning)
-             * @default 4194304
-             */
-            buffer_bytes: number;
-            /**
-             * Initial Window Packets
-             * @description initcwnd/initrwnd of routes out the satellite side (0: as is)
-             * @default 10
-             */
-            initial_window_packets: number;
-            /**
-             * Max Connections
-             * @description more are refused (reset)
-             * @default 2048
-             */
-            max_connections: number;
-            /**
-             * Idle Timeout S
-             * @description idle connections are reset
-             * @default 300
-             */
-            idle_timeout_s: number;
         };
         /** PlanOut */
         PlanOut: {
