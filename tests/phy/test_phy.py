@@ -142,30 +142,26 @@ def test_clopper_pearson() -> None:
 
 
 def test_cli_rejects_bad_ranges(tmp_path: Path) -> None:
-    satlab = [sys.executable, "-m", "satlab.cli"]
-    args = ["phy", "calibrate", "--modcod", "4", "--frames", "5", "--out", str(tmp_path / "t.csv")]
-    r = subprocess.run(
-        satlab + args + ["--esn0=1:0:0.1"], capture_output=True, text=True, cwd=ROOT / "api"
-    )
-    assert r.returncode == 2 and "--esn0 stop 0.0 is below start 1.0" in r.stdout, (
-        r.stdout + r.stderr
-    )
-    r = subprocess.run(
-        satlab + args[:3] + ["29"] + args[4:] + ["--esn0=0:1:0.5"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "api",
-    )
-    assert r.returncode == 2 and "--modcod 29 is outside [1, 28]" in r.stdout, r.stdout + r.stderr
-    r = subprocess.run(
-        satlab + args + ["--esn0=0:1:0.5", "--minsum-offset", "3"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "api",
-    )
-    assert r.returncode == 2 and "--minsum-offset 3.0 is outside [0, 2]" in r.stdout, (
-        r.stdout + r.stderr
-    )
+    def refused(*extra: str) -> str:
+        """`satlab phy calibrate` with `extra` arguments: exit 2; returns its output."""
+        args = ["--frames", "5", "--out", str(tmp_path / "t.csv"), *extra]
+        r = subprocess.run(
+            [sys.executable, "-m", "satlab.cli", "phy", "calibrate", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT / "api",
+        )
+        assert r.returncode == 2, r.stdout + r.stderr
+        return r.stdout
+
+    assert "--esn0 stop 0.0 is below start 1.0" in refused("--modcod", "4", "--esn0=1:0:0.1")
+    assert "--modcod 29 is outside [1, 28]" in refused("--modcod", "29", "--esn0=0:1:0.5")
+    # The receiver owns the decoder options' limits (satlab-phy --check): its refusal names
+    # the option and the limit.
+    out = refused("--modcod", "4", "--esn0=0:1:0.5", "--minsum-offset", "3")
+    assert "'--minsum-offset <B>': 3 is outside [0, 2]" in out, out
+    out = refused("--modcod", "4", "--esn0=0:1:0.5", "--max-iterations", "0")
+    assert "'--max-iterations <N>': 0 is not in 1..=1000" in out, out
 
 
 def test_decoders_meet_the_same_frames_and_keep_their_own_points() -> None:
@@ -188,3 +184,6 @@ def test_receiver_refuses_an_unknown_decoder(tmp_path: Path) -> None:
         text=True,
     )
     assert r.returncode == 2 and '--decoder "Fastest" is neither minsum' in r.stderr, r.stderr
+    # The same refusal before a calibration starts, naming the option.
+    with pytest.raises(cal.CalibrationError, match='--decoder "Fastest" is neither minsum'):
+        cal.check_decoder(cal.Decoder("Fastest"), 50)

@@ -96,40 +96,56 @@ def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Decoder:
-    """The receiver's LDPC decoder: `minsum` (ours, crates/dvbs2phy/src/minsum.rs: layered
-    min-sum with the check rule max(scale x min - offset, 0); default offset min-sum, offset
-    0.4) or one of ldpc-toolbox's (the reference: HLTanhf32, layered sum-product)."""
+    """The receiver's LDPC decoder: `minsum` (ours, crates/dvbs2phy/src/minsum_qc.rs: layered
+    min-sum, 360 rows at a time, with the check rule max(scale x min - offset, 0); default
+    offset min-sum, offset 0.4), `minsum-rows` (the same one row at a time, minsum.rs) or one
+    of ldpc-toolbox's (the reference: HLTanhf32, layered sum-product). Its options' limits are
+    the receiver's (check_decoder)."""
 
     name: str = "minsum"
     scale: float = 1.0
     offset: float = 0.4
 
-    def check(self) -> None:
-        """The min-sum parameters' ranges (satlab-phy's); an unknown decoder name is refused by
-        the receiver, naming --decoder."""
-        if not self.name.isalnum():
-            raise CalibrationError(f"--decoder {self.name!r} is not a decoder name")
-        if not 0.5 <= self.scale <= 1.0:
-            raise CalibrationError(f"--minsum-scale {self.scale} is outside [0.5, 1]")
-        if not 0.0 <= self.offset <= 2.0:
-            raise CalibrationError(f"--minsum-offset {self.offset} is outside [0, 2]")
+    def is_minsum(self) -> bool:
+        return self.name in ("minsum", "minsum-rows")
 
     def tag(self) -> str:
         """The decoder's part of a state key: points of different decoders are kept apart."""
-        if self.name != "minsum":
+        if not self.is_minsum():
             return self.name
-        return f"minsum-s{self.scale:g}-o{self.offset:g}"
+        return f"{self.name}-s{self.scale:g}-o{self.offset:g}"
 
     def args(self) -> list[str]:
         out = ["--decoder", self.name]
-        if self.name == "minsum":
+        if self.is_minsum():
             out += ["--minsum-scale", f"{self.scale:g}", "--minsum-offset", f"{self.offset:g}"]
         return out
 
     def describe(self) -> str:
-        if self.name != "minsum":
+        if not self.is_minsum():
             return f"ldpc-toolbox {self.name}"
-        return f"layered min-sum (dvbs2phy), scale {self.scale:g}, offset {self.offset:g}"
+        rows = ", one row at a time" if self.name == "minsum-rows" else ""
+        return f"layered min-sum (dvbs2phy{rows}), scale {self.scale:g}, offset {self.offset:g}"
+
+
+def receiver() -> Path:
+    """satlab-phy, or a CalibrationError saying how to build it."""
+    rx = phy_receiver_bin()
+    if not rx.exists():
+        raise CalibrationError(
+            f"{rx} is missing: build it with `cargo build --release -p dvbs2phy`"
+        )
+    return rx
+
+
+def check_decoder(decoder: Decoder, max_iterations: int) -> None:
+    """The receiver checks its decoder options (the one place their limits are kept):
+    `satlab-phy --check`; its refusal, naming the option and the limit, is raised."""
+    cmd = [str(receiver()), "--check", "--max-iterations", str(max_iterations)] + decoder.args()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        lines = r.stderr.strip().splitlines() or [f"exit status {r.returncode}"]
+        raise CalibrationError(lines[0].removeprefix("error: ").removeprefix("satlab-phy: "))
 
 
 @dataclass(frozen=True)
@@ -157,11 +173,7 @@ class Point:
 
 def run_point(pt: Point, frames: int, workdir: Path) -> dict[str, Any]:
     """Simulates `frames` frames at one point; returns the counts and timings."""
-    rx = phy_receiver_bin()
-    if not rx.exists():
-        raise CalibrationError(
-            f"{rx} is missing: build it with `cargo build --release -p dvbs2phy`"
-        )
+    rx = receiver()
     errors = done = 0
     decode_s = tx_s = cpu_s = 0.0
     iters = 0.0
@@ -337,7 +349,7 @@ def calibrate(
         raise CalibrationError(f"--frames {frames} is outside [1, 10000000]")
     if not 0 <= probe_frames < frames:
         raise CalibrationError(f"--probe-frames {probe_frames} is outside [0, --frames)")
-    decoder.check()
+    check_decoder(decoder, max_iterations)
     if not Path(GR_PYTHON).exists():
         raise CalibrationError(
             f"{GR_PYTHON} is missing (Debian's python3 with gnuradio: scripts/setup.sh)"

@@ -8,8 +8,10 @@ pub mod constellation;
 pub mod iq;
 pub mod ldpc;
 pub mod minsum;
+pub mod minsum_qc;
 pub mod modcod;
 pub mod plframe;
+pub mod qc;
 pub mod receiver;
 
 pub use modcod::{FrameSize, ModCod, Modulation};

@@ -2,9 +2,10 @@
 //! tracking (PLHEADER and pilot blocks), max-log soft demapping, bit deinterleaving, LDPC decoding,
 //! BCH decoding, BB descrambling and the comparison with the transmitted BBFRAME.
 //!
-//! LDPC decoder (`Decoder`): by default our layered offset min-sum (crate::minsum), about 5
-//! times ldpc-toolbox's best in frames per core; ldpc-toolbox's decoders stay selectable as
-//! the reference. Of those, the horizontal layered schedule with the exact sum-product check rule through tanh,
+//! LDPC decoder (`Decoder`): by default our layered offset min-sum, 360 rows at a time
+//! (crate::minsum_qc), 3.5-5 times the same decoder row by row (crate::minsum, selectable) and
+//! that one about 5 times ldpc-toolbox's best in frames per core; ldpc-toolbox's decoders stay
+//! selectable as the reference. Of those, the horizontal layered schedule with the exact sum-product check rule through tanh,
 //! in f32 (`HLTanhf32`) is the best. Measured on this machine (8PSK 3/5 short frames at 5.7 dB,
 //! 70 frames, at most 50 iterations; frames per CPU second): HLTanhf32 16.6 (no frame error,
 //! 15.1 iterations on average), HLPhif64 12.8 (no error), flooding Phif64 4.5 (no error, 28
@@ -20,6 +21,7 @@ use ldpc_toolbox::decoder::factory::{DecoderFactory, DecoderImplementation};
 use ldpc_toolbox::decoder::LdpcDecoder;
 
 use crate::minsum::{CheckRule, MinSum};
+use crate::minsum_qc::QcMinSum;
 
 use crate::bch::{Bch, BchResult};
 use crate::constellation::{Constellation, C64};
@@ -41,36 +43,53 @@ pub struct Config {
 /// The LDPC decoder a receiver runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decoder {
-    /// Layered min-sum (crate::minsum) with this check rule.
+    /// Layered min-sum with this check rule, 360 rows at a time (crate::minsum_qc).
     MinSum(CheckRule),
+    /// The same min-sum one row at a time (crate::minsum), the reference of the one above.
+    MinSumRows(CheckRule),
     /// One of ldpc-toolbox's decoders (the reference: HLTanhf32).
     Toolbox(DecoderImplementation),
 }
 
 impl Decoder {
-    /// `minsum` (with `rule`) or an ldpc-toolbox decoder's name (`HLTanhf32`, ...).
+    /// `minsum` or `minsum-rows` (with `rule`), or an ldpc-toolbox decoder's name
+    /// (`HLTanhf32`, ...).
     pub fn parse(name: &str, rule: CheckRule) -> Result<Self, String> {
-        if name == "minsum" {
-            return Ok(Decoder::MinSum(rule));
+        match name {
+            "minsum" => Ok(Decoder::MinSum(rule)),
+            "minsum-rows" => Ok(Decoder::MinSumRows(rule)),
+            _ => name.parse().map(Decoder::Toolbox).map_err(|_| {
+                format!(
+                    "--decoder {name:?} is neither minsum, minsum-rows nor an ldpc-toolbox decoder (HLTanhf32, ...)"
+                )
+            }),
         }
-        name.parse().map(Decoder::Toolbox).map_err(|_| {
-            format!(
-                "--decoder {name:?} is neither minsum nor an ldpc-toolbox decoder (HLTanhf32, ...)"
-            )
-        })
     }
 
     /// The name `parse` takes.
     pub fn name(&self) -> String {
         match self {
             Decoder::MinSum(_) => "minsum".to_string(),
+            Decoder::MinSumRows(_) => "minsum-rows".to_string(),
             Decoder::Toolbox(d) => d.to_string(),
+        }
+    }
+
+    /// The min-sum check rule, if a min-sum decoder.
+    pub fn rule(&self) -> Option<CheckRule> {
+        match *self {
+            Decoder::MinSum(rule) | Decoder::MinSumRows(rule) => Some(rule),
+            Decoder::Toolbox(_) => None,
         }
     }
 
     fn build(&self, h: ldpc_toolbox::sparse::SparseMatrix) -> Box<dyn LdpcDecoder> {
         match *self {
-            Decoder::MinSum(rule) => Box::new(MinSum::new(&h, rule)),
+            // Every DVB-S2 code has the 360-row layout (crate::qc tests them all).
+            Decoder::MinSum(rule) => Box::new(
+                QcMinSum::new(&h, rule).expect("a DVB-S2 code has the quasi-cyclic layout"),
+            ),
+            Decoder::MinSumRows(rule) => Box::new(MinSum::new(&h, rule)),
             Decoder::Toolbox(d) => d.build_decoder(h),
         }
     }

@@ -3,6 +3,9 @@
 //!
 //! satlab-phy --modcod ID --frame normal|short [--pilots] --iq FILE --ref FILE [OPTIONS]
 //! (`satlab-phy --help` lists them)
+//! satlab-phy --check [--decoder NAME --minsum-scale F --minsum-offset B --max-iterations N]:
+//! exits 0 if the decoder options are valid, else 2 with a message naming the option and its
+//! limits (the only check of their ranges: `satlab phy calibrate` asks this before it starts).
 //!
 //! --esn0: the channel's Es/N0, used for the LLR scaling (genie noise variance, as in link-level
 //! simulations); without it the noise is estimated per frame from the PLHEADER and pilots.
@@ -11,8 +14,9 @@
 //! same frames over the decoding thread's CPU time: frames/s per core, also on a loaded machine).
 //! The summary's ns_per_edge_iteration is the CPU time over (iterations x edges of the code's
 //! Tanner graph), the decoder's cost independent of the code (demapping and BCH included).
-//! Defaults: --decoder minsum (layered offset min-sum, dvbs2phy::minsum; an ldpc-toolbox
-//! decoder's name, e.g. HLTanhf32, selects that one), --minsum-scale 1 --minsum-offset 0.4,
+//! Defaults: --decoder minsum (layered offset min-sum 360 rows at a time, dvbs2phy::minsum_qc;
+//! minsum-rows: the same one row at a time, dvbs2phy::minsum; an ldpc-toolbox decoder's name,
+//! e.g. HLTanhf32, selects that one), --minsum-scale 1 --minsum-offset 0.4,
 //! --max-iterations 50 (layered schedule), --goldcode 0.
 
 use std::path::PathBuf;
@@ -28,20 +32,23 @@ use dvbs2phy::{Config, Decoder, FrameSize, ModCod, Receiver};
 #[command(version, about)]
 struct Args {
     /// MODCOD number (EN 302 307-1 table 12)
-    #[arg(long, value_name = "ID")]
-    modcod: u32,
+    #[arg(long, value_name = "ID", required_unless_present = "check")]
+    modcod: Option<u32>,
     /// FECFRAME size: normal or short
-    #[arg(long, value_parser = FrameSize::parse)]
-    frame: FrameSize,
+    #[arg(long, value_parser = FrameSize::parse, required_unless_present = "check")]
+    frame: Option<FrameSize>,
     /// The frames carry pilot blocks
     #[arg(long)]
     pilots: bool,
     /// The IQ file (emulator/phy/dvbs2_tx.py)
-    #[arg(long, value_name = "FILE")]
-    iq: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "check")]
+    iq: Option<PathBuf>,
     /// The transmitted BBFRAMEs to compare with
-    #[arg(long = "ref", value_name = "FILE")]
-    reference: PathBuf,
+    #[arg(long = "ref", value_name = "FILE", required_unless_present = "check")]
+    reference: Option<PathBuf>,
+    /// Only check the decoder options (exit 0, or 2 naming the option and its limits)
+    #[arg(long)]
+    check: bool,
     /// The channel's Es/N0, dB, for the LLR scaling (-10 to 40)
     #[arg(long, value_name = "DB", allow_negative_numbers = true,
           value_parser = |v: &str| number_in(v, -10.0, 40.0))]
@@ -54,7 +61,7 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_iterations: u32,
-    /// LDPC decoder: minsum (ours) or an ldpc-toolbox decoder (HLTanhf32, ...)
+    /// LDPC decoder: minsum or minsum-rows (ours) or an ldpc-toolbox decoder (HLTanhf32, ...)
     #[arg(long, value_name = "NAME", default_value = "minsum")]
     decoder: String,
     /// Min-sum's normalisation factor of the check messages (0.5-1)
@@ -76,6 +83,13 @@ struct Args {
     quiet: bool,
 }
 
+impl Args {
+    /// --iq (present unless --check).
+    fn iq_path(&self) -> &std::path::Path {
+        self.iq.as_deref().unwrap_or(std::path::Path::new(""))
+    }
+}
+
 /// A number in [lo, hi].
 fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
     let x: f64 = v
@@ -90,15 +104,23 @@ fn number_in(v: &str, lo: f64, hi: f64) -> Result<f64, String> {
 /// Decodes the frames of the IQ file against the reference, printing a line per frame and the
 /// summary.
 fn run(a: Args) -> Result<(), String> {
-    let mc = ModCod::new(a.modcod, a.frame, a.pilots)?;
     let rule = CheckRule {
         scale: a.minsum_scale,
         offset: a.minsum_offset,
     };
+    // clap has checked the numbers' ranges.
     let decoder = Decoder::parse(&a.decoder, rule)?;
-    let samples = iq::read(&a.iq)?;
-    let reference =
-        std::fs::read(&a.reference).map_err(|e| format!("{}: {e}", a.reference.display()))?;
+    if a.check {
+        return Ok(());
+    }
+    let (Some(id), Some(frame), Some(iq_path), Some(ref_path)) =
+        (a.modcod, a.frame, &a.iq, &a.reference)
+    else {
+        unreachable!("clap requires --modcod, --frame, --iq and --ref without --check");
+    };
+    let mc = ModCod::new(id, frame, a.pilots)?;
+    let samples = iq::read(iq_path)?;
+    let reference = std::fs::read(ref_path).map_err(|e| format!("{}: {e}", ref_path.display()))?;
     let mut rx = Receiver::new(Config {
         modcod: mc,
         goldcode: a.goldcode as usize,
@@ -115,7 +137,7 @@ fn run(a: Args) -> Result<(), String> {
         start,
     )?;
     let totals = decode_frames(&mut rx, &samples[start..], &reference, n, &a, &mc);
-    print_summary(&a, &mc, start, rx.edges(), &totals);
+    print_summary(&a, decoder, &mc, start, rx.edges(), &totals);
     Ok(())
 }
 
@@ -135,9 +157,9 @@ fn sync(rx: &Receiver, samples: &[C64], a: &Args, mc: &ModCod) -> Result<usize, 
     if quality < 0.2 {
         return Err(format!(
             "{}: no PLHEADER of {} ({} frames{}) found in the first {} samples (best correlation {quality:.2}, at least 0.2 expected)",
-            a.iq.display(),
+            a.iq_path().display(),
             mc.label(),
-            frame_name(a.frame),
+            frame_name(mc.frame),
             if a.pilots { ", pilots" } else { "" },
             rx.frame_len()
         ));
@@ -162,7 +184,7 @@ fn frame_count(
     if n == 0 {
         return Err(format!(
             "{}: no whole frame after offset {start} ({len} symbols each)",
-            a.iq.display()
+            a.iq_path().display()
         ));
     }
     Ok(n)
@@ -232,7 +254,7 @@ fn decode_frames(
 }
 
 /// The summary line.
-fn print_summary(a: &Args, mc: &ModCod, start: usize, edges: usize, t: &Totals) {
+fn print_summary(a: &Args, decoder: Decoder, mc: &ModCod, start: usize, edges: usize, t: &Totals) {
     let n = t.frames as f64;
     let edge_iterations = (t.iterations * edges) as f64;
     println!(
@@ -241,7 +263,7 @@ fn print_summary(a: &Args, mc: &ModCod, start: usize, edges: usize, t: &Totals) 
             "summary": true,
             "modcod": mc.id,
             "label": mc.label(),
-            "frame": frame_name(a.frame),
+            "frame": frame_name(mc.frame),
             "pilots": a.pilots,
             "esn0_db": a.esn0,
             "sync_offset": start,
@@ -250,8 +272,8 @@ fn print_summary(a: &Args, mc: &ModCod, start: usize, edges: usize, t: &Totals) 
             "per": t.errors as f64 / n,
             "mean_iterations": t.iterations as f64 / n,
             "decoder": a.decoder,
-            "minsum_scale": (a.decoder == "minsum").then(|| short_f64(a.minsum_scale)),
-            "minsum_offset": (a.decoder == "minsum").then(|| short_f64(a.minsum_offset)),
+            "minsum_scale": decoder.rule().map(|r| short_f64(r.scale)),
+            "minsum_offset": decoder.rule().map(|r| short_f64(r.offset)),
             "max_iterations": a.max_iterations,
             "decode_s": t.decode_s,
             "frames_per_s": n / t.decode_s,
