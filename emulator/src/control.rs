@@ -260,6 +260,8 @@ pub struct Controller {
     pub port_stats: [Arc<PortStats>; 2],
     /// Telemetry counters.
     pub telemetry: Arc<TelemetryStats>,
+    /// The st port as a VLAN trunk (a beam's terminals with VLANs): its counters.
+    pub trunk: Option<Arc<crate::vlans::StVlans>>,
     /// Run clock.
     pub clock: netio::sys::Clock,
 }
@@ -328,12 +330,18 @@ impl Controller {
                 Some((f, r)) => Response {
                     code: 200,
                     content_type: "text/plain; version=0.0.4",
-                    body: metrics_text(
-                        self.uptime_s(),
-                        [&f, &r],
-                        [&self.port_stats[0], &self.port_stats[1]],
-                        &self.telemetry,
-                    ),
+                    body: {
+                        let mut m = metrics_text(
+                            self.uptime_s(),
+                            [&f, &r],
+                            [&self.port_stats[0], &self.port_stats[1]],
+                            &self.telemetry,
+                        );
+                        if let Some(t) = &self.trunk {
+                            t.metrics(&mut m);
+                        }
+                        m
+                    },
                 },
                 None => Response::error(503, "metrics: data plane did not answer"),
             },
@@ -910,6 +918,7 @@ mod tests {
                 frames: 7,
                 sent_bytes: 9000,
                 counters: Default::default(),
+                dama: None,
             })
             .to_vec();
         let text = metrics_text(1.5, [&beam, &r], [&p, &p], &TelemetryStats::default());

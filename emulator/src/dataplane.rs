@@ -22,6 +22,7 @@ use crate::release::ReleaseHistogram;
 use crate::rt_guard::{self, RtGuard};
 use crate::settings::EventLevel;
 use crate::telemetry::{self, Event, EventKind, Msg};
+use crate::vlans::StVlans;
 use crate::wake_lead::WakeLead;
 use linkmodel::{ControlCommand, Dir, DirectionStatus, LossCause, Model, Outcome};
 use netio::port::{RxFrame, RxPort, TxPort, BATCH};
@@ -120,6 +121,7 @@ pub struct DirThread {
     events: EventLevel,
     oracle: Option<Oracle>,
     oracle_error_logged: bool,
+    trunk: Option<Arc<StVlans>>,
     period_ns: u64,
     spin_ns: Option<u64>,
     rt_priority: Option<i32>,
@@ -147,6 +149,8 @@ pub struct DirSettings {
     pub rx_coalesce_ns: u64,
     /// Oracle ETEN notice map of this direction (`oracle_eten`), opened.
     pub oracle: Option<Oracle>,
+    /// The input port is the st port as a VLAN trunk (the return thread of a beam with VLANs).
+    pub trunk: Option<Arc<StVlans>>,
 }
 
 impl DirThread {
@@ -181,6 +185,7 @@ impl DirThread {
             events: settings.events,
             oracle: settings.oracle,
             oracle_error_logged: false,
+            trunk: settings.trunk,
             period_ns: settings.period_ns.max(1_000_000),
             spin_ns: settings.spin_ns,
             rt_priority: settings.rt_priority,
@@ -264,6 +269,7 @@ impl DirThread {
                     &mut self.model,
                     &mut self.pool,
                     &self.stats,
+                    self.trunk.as_deref(),
                 );
                 latest = latest.max(t);
             }
@@ -663,6 +669,7 @@ impl RxTimes {
 
 /// Turns one received frame into wire-sized, checksum-complete frames offered to the model;
 /// returns the time it was offered at.
+#[allow(clippy::too_many_arguments)]
 fn ingest(
     rx: &mut RxPort,
     i: usize,
@@ -670,28 +677,42 @@ fn ingest(
     model: &mut Model,
     pool: &mut Vec<Vec<u8>>,
     stats: &PortStats,
+    trunk: Option<&StVlans>,
 ) -> u64 {
     let Some(f) = rx.frame(i) else {
         stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
         return times.not_before;
     };
     let now = times.of(f.rx_realtime_ns);
-    ingest_frame(f, now, model, pool, stats);
+    ingest_frame(f, now, model, pool, stats, trunk);
     now
 }
 
 /// The port-independent part of [`ingest`].
 fn ingest_frame(
-    f: RxFrame<'_>,
+    mut f: RxFrame<'_>,
     now: u64,
     model: &mut Model,
     pool: &mut Vec<Vec<u8>>,
     stats: &PortStats,
+    trunk: Option<&StVlans>,
 ) {
     stats.rx_frames.fetch_add(1, Ordering::Relaxed);
     stats
         .rx_bytes
         .fetch_add(f.data.len() as u64, Ordering::Relaxed);
+    if let Some(trunk) = trunk {
+        // The terminal is known here (a return link attributing frames by port would take it).
+        let Some((_terminal, inline)) = trunk.admit(f.vlan, f.data) else {
+            return;
+        };
+        f.vlan = None;
+        if inline {
+            let data = std::mem::take(&mut f.data);
+            let n = data.len() - ethernet::VLAN_TAG_LEN;
+            f.data = &mut data[..n];
+        }
+    }
     if f.vnet.is_gso() {
         match Gso::new(f.data, &f.vnet) {
             Ok(g) => {
@@ -813,7 +834,7 @@ mod tests {
             vlan: None,
             rx_realtime_ns: None,
         };
-        ingest_frame(rx, 0, m, pool, stats);
+        ingest_frame(rx, 0, m, pool, stats, None);
     }
 
     fn check_tcp(frame: &[u8], vlan: bool) -> (u32, usize) {
@@ -851,7 +872,7 @@ mod tests {
             vlan: Some(tag),
             rx_realtime_ns: None,
         };
-        ingest_frame(rx, 0, &mut m, &mut pool, &stats);
+        ingest_frame(rx, 0, &mut m, &mut pool, &stats, None);
         let out = drain(&mut m);
         assert_eq!(out.len(), 3);
         let segs: Vec<(u32, usize)> = out.iter().map(|f| check_tcp(f, true)).collect();

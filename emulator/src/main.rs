@@ -13,6 +13,7 @@ mod rt_guard;
 mod settings;
 mod telemetry;
 mod terminal_metrics;
+mod vlans;
 mod wake_lead;
 
 use linkmodel::{Dir, LinkConfig, Model};
@@ -210,7 +211,8 @@ fn start(
 
     let spin_ns = env_us_as_ns("SATLAB_EMU_SPIN_US");
     let rx_coalesce_ns = env_us_as_ns("SATLAB_EMU_RX_COALESCE_US").unwrap_or(100_000);
-    let dir_thread = |dir, model, rx, tx, oracle| {
+    let trunk = vlans::StVlans::of(&link).map(Arc::new);
+    let dir_thread = |dir, model, rx, tx, oracle, trunk| {
         let settings = dataplane::DirSettings {
             events: cfg.telemetry.events,
             period_ns: cfg.telemetry.period_ms * 1_000_000,
@@ -218,6 +220,7 @@ fn start(
             rt_priority: realtime,
             rx_coalesce_ns,
             oracle,
+            trunk,
         };
         dataplane::DirThread::new(
             dir,
@@ -231,13 +234,14 @@ fn start(
         )
         .map_err(|e| e.to_string())
     };
-    let (ft, fh, fstats) = dir_thread(Dir::Forward, fwd, gw_rx, st_tx, fwd_oracle)?;
-    let (rt, rh, rstats) = dir_thread(Dir::Return, ret, st_rx, gw_tx, ret_oracle)?;
+    let (ft, fh, fstats) = dir_thread(Dir::Forward, fwd, gw_rx, st_tx, fwd_oracle, None)?;
+    let (rt, rh, rstats) = dir_thread(Dir::Return, ret, st_rx, gw_tx, ret_oracle, trunk.clone())?;
 
     let controller = Arc::new(control::Controller {
         dirs: [fh, rh],
         port_stats: [fstats, rstats],
         telemetry: tele_tx.stats.clone(),
+        trunk,
         clock,
     });
     let threads = spawn_threads([ft, rt], tele_server, &controller, listener, shutdown)?;

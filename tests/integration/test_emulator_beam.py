@@ -15,14 +15,18 @@ lower in the ratio of the frames' data fields, and the two together fill the car
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
 import pytest
 from emuconfig import EmulatorFactory
 from linkcalc import ETH_HEADER, UDP_IP_HEADERS, frame_time_s
-from netns import MAC_ST, Topology
+from netns import MAC_GW, MAC_ST, Topology
 from traffic import send_udp, udp_receiver
+
+from satlab.testbed.topology import socket_in_netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -108,7 +112,8 @@ def test_control_naming_a_terminal_changes_that_terminal_only(
     topo: Topology, emulator: EmulatorFactory
 ) -> None:
     """POST /control with `terminal` sets that terminal's forward attenuation only; without it,
-    every terminal's; an unknown name or `direction: return` is a 400 naming the field."""
+    every terminal's; an unknown name, or `direction: return` on a return link without terminals
+    (no return beam), is a 400 naming the field."""
     emu = emulator(
         forward={
             "delay_ms": DELAY_MS,
@@ -133,9 +138,133 @@ def test_control_naming_a_terminal_changes_that_terminal_only(
             {"terminal": "zz", "attenuation_db": 1.0},
             'terminal: no terminal of forward.beam is named "zz"',
         ),
-        ({"terminal": "a", "direction": "return", "attenuation_db": 1.0}, "direction: "),
+        (
+            {"terminal": "a", "direction": "return", "attenuation_db": 1.0},
+            "terminal: this direction has no terminals",
+        ),
         ({"terminal": 7, "attenuation_db": 1.0}, "terminal: "),
     ):
         code, resp = emu.control(body)
         assert code == 400 and resp["error"].startswith(field), resp
     assert attenuations() == [4.0, 4.0]
+
+
+# The terminals' VLANs on the st port. This kernel has neither VLAN-filtering bridges
+# (CONFIG_BRIDGE_VLAN_FILTERING) nor VLAN devices (8021q), so the switch in front of the
+# terminals is played by the test: a packet socket on st0 (the trunk's far end) reads each frame's
+# tag as the kernel took it off (PACKET_AUXDATA) and writes tagged frames itself.
+TRUNK_VLANS = {"a": 101, "b": 102}
+B_IP = "10.250.1.3"
+SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata (linux/if_packet.h)
+
+
+def _trunk_socket(topo: Topology) -> socket.socket:
+    s = socket_in_netns(topo.st, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.bind(("st0", 0))
+    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    s.settimeout(0.2)
+    return s
+
+
+def _tagged_frames(s: socket.socket, idle_s: float = 0.5) -> list[tuple[int | None, str]]:
+    """(VLAN ID or None, IPv4 destination) of every IPv4 frame, (VLAN ID or None, "arp " + target
+    address) of every ARP packet, read until `idle_s` of quiet."""
+    got: list[tuple[int | None, str]] = []
+    last = time.monotonic()
+    while time.monotonic() - last < idle_s:
+        try:
+            data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(AUXDATA.size))
+        except TimeoutError:
+            continue
+        vid = None
+        for level, kind, raw in anc:
+            if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
+                status, *_, tci, _tpid = AUXDATA.unpack_from(raw)
+                vid = tci & 0x0FFF if status & TP_STATUS_VLAN_VALID else None
+        # A tag the kernel took off is no longer in the data.
+        if data[12:14] == b"\x08\x00":
+            got.append((vid, socket.inet_ntoa(data[30:34])))
+        elif data[12:14] == b"\x08\x06":
+            got.append((vid, "arp " + socket.inet_ntoa(data[38:42])))
+        else:
+            continue
+        last = time.monotonic()
+    return got
+
+
+def _tagged_udp(vid: int, src: str, dst: str, dport: int, payload: bytes) -> bytes:
+    """An 802.1Q-tagged Ethernet frame MAC_ST -> MAC_GW carrying one UDP datagram."""
+    udp = struct.pack("!HHHH", 40000, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+        socket.inet_aton(src), socket.inet_aton(dst),
+    )  # fmt: skip
+    words = struct.unpack("!10H", ip)
+    c = sum(words)
+    c = (c & 0xFFFF) + (c >> 16)
+    c = (c & 0xFFFF) + (c >> 16)
+    ip = ip[:10] + struct.pack("!H", ~c & 0xFFFF) + ip[12:]
+    eth = bytes.fromhex(MAC_GW.replace(":", "")) + bytes.fromhex(MAC_ST.replace(":", ""))
+    return eth + struct.pack("!HH", 0x8100, vid) + b"\x08\x00" + ip + udp
+
+
+def test_terminals_on_vlans_are_told_apart_by_their_tags(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """Two terminals on VLANs 101 and 102 of the st port: each terminal's forward packets leave
+    tagged with its VLAN ID; frames arriving tagged are counted as their terminal's and reach the
+    gateway host untagged; a frame of a VLAN no terminal has is dropped and counted; the gateway
+    host's ARP request for a terminal's address goes out on that terminal's VLAN."""
+    topo.sh(topo.gw, ["ip", "neigh", "replace", B_IP, "lladdr", MAC_ST, "dev", "gw0"])
+    emu = emulator(
+        forward={
+            "delay_ms": DELAY_MS,
+            "beam": {
+                "terminals": [
+                    {"name": "a", "prefixes": [topo.st_ip], "vlan": TRUNK_VLANS["a"]},
+                    {"name": "b", "prefixes": [B_IP], "vlan": TRUNK_VLANS["b"]},
+                ]
+            },
+        },
+        **{"return": {"delay_ms": DELAY_MS}},
+    )
+    n = 30
+    trunk = _trunk_socket(topo)
+    try:
+        for ip in (topo.st_ip, B_IP):
+            send_udp(topo, topo.gw, ip, 5001, n, 200, 1e6)
+        seen = _tagged_frames(trunk)
+        with udp_receiver(topo, topo.gw, 5002) as at_gw:
+            sent = [("a", topo.st_ip), ("b", B_IP), ("a", topo.st_ip), ("z", B_IP)]
+            for name, src in sent:
+                vid = TRUNK_VLANS.get(name, 999)
+                for i in range(n):
+                    trunk.send(_tagged_udp(vid, src, topo.gw_ip, 5002, i.to_bytes(4, "big")))
+                    time.sleep(0.001)
+            at_gw.wait_idle(0.5, timeout=10)
+    finally:
+        trunk.close()
+    assert sorted(set(seen)) == [(101, topo.st_ip), (102, B_IP)]
+    assert seen.count((101, topo.st_ip)) == n and seen.count((102, B_IP)) == n
+    assert len(at_gw.arrivals) == 3 * n, "every frame of a terminal's VLAN, none of VLAN 999"
+    st = emu.status()["forward"]["terminals"]
+    assert [t["counters"]["delivered_packets"] for t in st] == [n, n]
+    code, text = emu.request("GET", "/metrics")
+    assert code == 200
+    for row in (
+        f'satlab_emulator_terminal_rx_frames_total{{direction="return",terminal="a"}} {2 * n}',
+        f'satlab_emulator_terminal_rx_frames_total{{direction="return",terminal="b"}} {n}',
+        f'satlab_emulator_rx_vlan_dropped_total{{direction="return",reason="unknown_vid"}} {n}',
+        'satlab_emulator_rx_vlan_dropped_total{direction="return",reason="untagged"} 0',
+    ):
+        assert row in str(text), row
+    # Without its neighbour entry, the gateway host asks (broadcast) for B_IP: terminal b's VLAN.
+    topo.sh(topo.gw, ["ip", "neigh", "del", B_IP, "dev", "gw0"])
+    trunk = _trunk_socket(topo)
+    try:
+        send_udp(topo, topo.gw, B_IP, 5001, 1, 200, 1e6)
+        asked = _tagged_frames(trunk)
+    finally:
+        trunk.close()
+    assert asked and set(asked) == {(102, f"arp {B_IP}")}, asked

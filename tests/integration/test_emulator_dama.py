@@ -11,6 +11,8 @@ Ethernet rate is 1514 / 1570 = 0.964 x the grant.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -157,3 +159,73 @@ def test_contention_access_loses_requests_under_load(
     assert dama["contention_collisions"] >= 1
     assert dama["contention_attempts"] > dama["contention_collisions"]
     assert first_s >= REQUEST_DELAY_S + ONE_WAY_S - 0.005
+
+
+SECOND_IP = "10.250.1.3"  # st-host's second address: the beam's second terminal
+
+
+def test_two_terminals_share_the_return_pool_each_with_its_own_requests(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """`forward.beam` with two terminals told apart by source prefix (st-host's two addresses)
+    and `return.dama` CRA 256 + RBDC up to 1024 kbit/s each, 20 ms each way: terminal `a` offers
+    600 kbit/s and gets all of it; terminal `b` offers 2 Mbit/s and gets CRA + the RBDC maximum,
+    1280 kbit/s of slots. Each terminal's requests and grant are in the status and metrics."""
+    topo.sh(topo.st, ["ip", "addr", "add", f"{SECOND_IP}/24", "dev", "st0"])
+    emu = emulator(
+        forward={
+            "delay_ms": 20.0,
+            "beam": {
+                "terminals": [
+                    {"name": "a", "prefixes": [f"{topo.st_ip}/32"]},
+                    {"name": "b", "prefixes": [SECOND_IP]},
+                ]
+            },
+        },
+        **{
+            "return": {
+                **dama_return(cra_kbps=256, rbdc_max_kbps=1024)["return"],
+                "delay_ms": 20.0,
+            }
+        },
+    )
+    send_s = 3.0
+    offered = {"a": (topo.st_ip, 5001, 600e3), "b": (SECOND_IP, 5002, 2e6)}
+    with (
+        udp_receiver(topo, topo.gw, 5001) as rx_a,
+        udp_receiver(topo, topo.gw, 5002) as rx_b,
+    ):
+        senders = [
+            threading.Thread(
+                target=send_udp,
+                args=(topo, topo.st, topo.gw_ip, port, int(send_s * rate / 12_000), UDP_PAYLOAD),
+                kwargs={"rate_bps": rate, "src": src},
+            )
+            for src, port, rate in offered.values()
+        ]
+        t0 = time.monotonic()
+        for s in senders:
+            s.start()
+        time.sleep(send_s - 0.5)
+        st = emu.status()["return"]
+        code, text = emu.request("GET", "/metrics")
+        for s in senders:
+            s.join()
+        rates = [l2_rate(rx, t0 + 0.8, t0 + send_s) for rx in (rx_a, rx_b)]
+    print(f"return beam: a {rates[0] / 1e3:.1f} kbit/s, b {rates[1] / 1e3:.1f} kbit/s")
+    a, b = st["terminals"]
+    assert [a["name"], b["name"]] == ["a", "b"]
+    assert rates[0] == pytest.approx(600e3 * 1514 / 1500, rel=0.08)
+    assert rates[1] == pytest.approx(1280e3 * L2_PER_GRANT, rel=0.06)
+    assert b["dama"]["requested_rbdc_kbps"] == 1024.0
+    assert b["dama"]["granted_kbps"] == pytest.approx(1280, rel=0.05)
+    # a's grant follows its requests (its arrivals per superframe plus its small backlog).
+    assert 256 < a["dama"]["granted_kbps"] < 1280
+    assert b["queue_packets"] > a["queue_packets"]
+    assert code == 200
+    row = 'satlab_emulator_terminal_granted_kbps{direction="return",terminal="b"} '
+    assert row in str(text)
+    # A terminal's return link is controlled alone.
+    code, resp = emu.control({"terminal": "b", "direction": "return", "attenuation_db": 2.0})
+    assert code == 200, resp
+    assert [t["attenuation_db"] for t in resp["return"]["terminals"]] == [0.0, 2.0]

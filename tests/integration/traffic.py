@@ -121,11 +121,14 @@ def send_udp(
     rate_bps: float,
     no_check: bool = False,
     stop: Callable[[], bool] | None = None,
+    src: str | None = None,
 ) -> int:
-    """Send count UDP payloads of size bytes, paced at rate_bps of IP bits (payload + 28).
-    Returns the number sent."""
+    """Send count UDP payloads of size bytes, paced at rate_bps of IP bits (payload + 28), from
+    address src if given. Returns the number sent."""
     s = socket_in_netns(ns, socket.AF_INET, socket.SOCK_DGRAM)
     try:
+        if src is not None:
+            s.bind((src, 0))
         if no_check:
             s.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)

@@ -68,8 +68,8 @@ class Counters(TypedDict):
 class DamaStatus(TypedDict):
     """
     DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
-    current superframe and what the gateway granted it for this superframe. A multi-terminal beam
-    will have one of these per terminal.
+    current superframe and what the gateway granted it for this superframe. On a return beam each
+    terminal has its own (`terminals[].dama`) and the direction's is their sum.
     """
 
     contention_attempts: int
@@ -185,6 +185,11 @@ class TerminalStatus(TypedDict):
     Total attenuation now, dB.
     """
     counters: Counters
+    dama: NotRequired[DamaStatus | None]
+    """
+    The terminal's DAMA requests and grant in the current superframe (return link of a beam
+    with `return.dama`); absent on the forward link. There `frames` counts RCS2 bursts.
+    """
     esn0_db: float
     """
     Es/N0 at the terminal now, dB.

@@ -7,7 +7,8 @@
 //! (one MODCOD per frame, EN 302 307-1 section 5.1.6 ACM). With `mixed_frames` the room it leaves
 //! goes to other terminals that can decode that MODCOD: each puts a piece (its packets, the
 //! frame's MODCOD and end) in its own pipeline, so the frame's erasure is judged at each
-//! receiver's Es/N0. Frames are back to back while any terminal has data.
+//! receiver's Es/N0. Frames are back to back while any terminal has data. With VLANs
+//! (`terminals[].vlan`) a terminal's delivered frames come out tagged with its VLAN ID.
 //!
 //! Time moves as in a [`Direction`]: `enqueue` and `poll` first replay every frame end up to
 //! `now_ns` in order (the ended frame's packets go down its terminal's pipeline, then the next
@@ -27,10 +28,12 @@ use std::collections::BinaryHeap;
 use crate::config::{ConfigError, LinkConfig, LinkKind};
 use crate::control::ControlCommand;
 use crate::direction::{Direction, LinkSetup};
-use crate::prefix_table::PrefixTable;
+use crate::prefix_table::{self, PrefixTable};
+use crate::terminal_links;
 use crate::terminal_set::TerminalSet;
 use crate::terminals::{BeamConfig, BeamPolicy};
-use crate::types::{Dir, DirectionStatus, Outcome, TerminalStatus};
+use crate::types::{Dir, DirectionStatus, Outcome};
+use packet::ethernet::{ethertype, insert_vlan_tag, VlanTag};
 
 /// Longest time between two polls of an idle terminal (its ACM reports applied, for status), ns:
 /// well under any telemetry period, and 1000 idle terminals cost 100 polls per ms at most.
@@ -82,6 +85,8 @@ struct Terminal {
     avg_bps: f64,
     avg_at_ns: f64,
     frames: u64,
+    /// Its VLAN ID on the st port (`vlan`): its delivered frames leave tagged with it.
+    vlan: Option<u16>,
     /// Its next due time while busy (the live entry of [`Beam::due`]); `None`: idle.
     due_ns: Option<u64>,
 }
@@ -135,6 +140,7 @@ impl Beam {
                 avg_bps: 0.0,
                 avg_at_ns: 0.0,
                 frames: 0,
+                vlan: t.vlan,
                 due_ns: None,
             });
         }
@@ -203,10 +209,14 @@ impl Beam {
     }
 
     fn poll_one(&mut self, k: usize, now_ns: u64, out: &mut Vec<Outcome>) {
-        let link = &mut self.terms[k].link;
-        link.poll(now_ns, out);
+        let from = out.len();
+        let t = &mut self.terms[k];
+        t.link.poll(now_ns, out);
+        if let Some(vid) = t.vlan {
+            tag_delivered(&mut out[from..], vid);
+        }
         self.delivered_due
-            .extend_from_slice(link.delivered_due_ns());
+            .extend_from_slice(t.link.delivered_due_ns());
         self.refresh_due(k);
     }
 
@@ -285,52 +295,18 @@ impl Beam {
 
     /// Status: the first terminal's link, the queues and counters of all, each terminal's own.
     pub fn status(&self, now_ns: u64) -> DirectionStatus {
-        let mut st = self.terms[0].link.status(now_ns);
-        st.queue_packets = 0;
-        st.queue_bytes = 0;
-        st.counters = Default::default();
-        for t in &self.terms {
-            let s = t.link.status(now_ns);
-            st.queue_packets += s.queue_packets;
-            st.queue_bytes += s.queue_bytes;
-            st.counters.add(&s.counters);
-            st.terminals.push(TerminalStatus {
-                name: t.name.clone(),
-                modcod: s.modcod,
-                esn0_db: s.esn0_db,
-                attenuation_db: s.attenuation_db,
-                useful_rate_bps: s.useful_rate_bps,
-                queue_packets: s.queue_packets,
-                queue_bytes: s.queue_bytes,
-                frames: t.frames,
-                sent_bytes: t.link.link_totals().0,
-                counters: s.counters,
-            });
-        }
-        st
+        let terms = self.terms.iter();
+        let view = terms.map(|t| (t.name.as_str(), &t.link, t.frames));
+        terminal_links::status(now_ns, view)
     }
 
     /// Live change at `now_ns`, applied to the terminal `cmd.terminal` names, or to every
     /// terminal (checked before anything changes).
     pub fn control(&mut self, now_ns: u64, cmd: &ControlCommand) -> Result<(), ConfigError> {
-        cmd.validate()?;
-        let only = match &cmd.terminal {
-            Some(name) => Some(self.terms.iter().position(|t| &t.name == name).ok_or_else(
-                || {
-                    ConfigError::field(
-                        "terminal",
-                        format!("no terminal of forward.beam is named {name:?}"),
-                    )
-                },
-            )?),
-            None => None,
-        };
+        let only = terminal_links::control_target(self.terms.iter().map(|t| t.name.as_str()), cmd)?;
         self.advance(now_ns);
-        for (k, t) in self.terms.iter_mut().enumerate() {
-            if only.is_none_or(|o| o == k) {
-                t.link.control(now_ns, cmd)?;
-            }
-        }
+        let links = self.terms.iter_mut().map(|t| &mut t.link);
+        terminal_links::apply_control(links, only, now_ns, cmd)?;
         self.input_slack_ns = self.least_input_slack_ns();
         for k in 0..self.terms.len() {
             self.refresh_due(k);
@@ -340,15 +316,12 @@ impl Beam {
 
     /// GSE bytes and frames sent so far, all terminals.
     pub fn link_totals(&self) -> (u64, u64) {
-        self.terms.iter().fold((0, 0), |(b, f), t| {
-            let (tb, tf) = t.link.link_totals();
-            (b + tb, f + tf)
-        })
+        terminal_links::totals(self.terms.iter().map(|t| &t.link))
     }
 
     /// Packets in the delay lines.
     pub fn in_flight(&self) -> usize {
-        self.terms.iter().map(|t| t.link.in_flight()).sum()
+        terminal_links::in_flight(self.terms.iter().map(|t| &t.link))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -469,20 +442,28 @@ impl Beam {
     }
 }
 
-/// The IPv4 destination of an Ethernet frame (behind one optional 802.1Q tag).
+/// Pushes an 802.1Q tag with VLAN ID `vid` (priority 0) on the delivered frames of `outcomes`
+/// (in front of any tag a frame carries already). Lost frames leave no port: left as they are.
+fn tag_delivered(outcomes: &mut [Outcome], vid: u16) {
+    let tag = VlanTag {
+        tpid: ethertype::VLAN,
+        pcp: 0,
+        dei: false,
+        vid,
+    };
+    for o in outcomes {
+        if let Outcome::Deliver { frame, .. } = o {
+            insert_vlan_tag(frame, tag);
+        }
+    }
+}
+
+/// The IPv4 destination of an Ethernet frame (behind one optional 802.1Q tag); of an ARP packet
+/// (Ethernet/IPv4, RFC 826), its target protocol address: a request goes to the terminal of the
+/// address it asks for, a reply to the terminal of the host that asked.
 fn ipv4_destination(frame: &[u8]) -> Option<u32> {
-    let mut off = 12;
-    let mut ether = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    if ether == 0x8100 {
-        off += 4;
-        ether = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    }
-    if ether != 0x0800 {
-        return None;
-    }
-    let ip = off + 2;
-    let d = frame.get(ip + 16..ip + 20)?;
-    Some(u32::from_be_bytes([d[0], d[1], d[2], d[3]]))
+    // The target protocol address is at 24 in an ARP packet.
+    prefix_table::ipv4_address(frame, 16, 24)
 }
 
 #[cfg(test)]
@@ -490,6 +471,7 @@ mod tests {
     use super::*;
     use crate::model::Model;
     use crate::types::LossCause;
+    use crate::types::TerminalStatus;
 
     /// A 1514-byte Ethernet frame with an IPv4 header for `dst` (10.0.2.`dst`).
     fn packet(dst: u8) -> Vec<u8> {
@@ -648,6 +630,50 @@ mod tests {
         assert_eq!(st.counters.delivered_packets, 50);
         assert_eq!(st.terminals[2].counters.delivered_packets, 50);
         assert_eq!(st.terminals[0].frames + st.terminals[1].frames, 0);
+    }
+
+    #[test]
+    fn arp_goes_to_the_terminal_of_its_target_address() {
+        let b = beam(
+            "round_robin",
+            "[{name: a, prefixes: [10.0.2.1]}, {name: b, prefixes: [10.0.2.2]}]",
+        );
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        arp[38..42].copy_from_slice(&[10, 0, 2, 2]);
+        assert_eq!(b.terminal_of(&arp), 1);
+        arp[38..42].copy_from_slice(&[10, 0, 9, 9]);
+        assert_eq!(b.terminal_of(&arp), 0, "no terminal's: the first");
+    }
+
+    #[test]
+    fn with_vlans_each_terminal_s_frames_come_out_tagged_with_its_vlan() {
+        let mut b = beam(
+            "round_robin",
+            "[{name: a, prefixes: [10.0.2.1], vlan: 101}, \
+              {name: b, prefixes: [10.0.2.2], vlan: 4094}]",
+        );
+        for _ in 0..5 {
+            b.enqueue(0, packet(1));
+            b.enqueue(0, packet(2));
+        }
+        let mut out = Vec::new();
+        b.poll(1_000_000_000, &mut out);
+        let mut seen = Vec::new();
+        for o in out {
+            let Outcome::Deliver { frame, .. } = o else {
+                panic!("lost {o:?}")
+            };
+            assert_eq!(frame.len(), 1518);
+            assert_eq!(frame[12..14], [0x81, 0x00]);
+            let vid = u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff;
+            seen.push((frame[37], vid)); // the destination 10.0.2.x, 4 bytes later
+        }
+        assert_eq!(seen.len(), 10);
+        assert!(seen
+            .iter()
+            .all(|&(d, v)| v == [101, 4094][usize::from(d) - 1]));
     }
 
     #[test]
@@ -843,6 +869,22 @@ mod tests {
         );
         assert!(err("[{name: a, queue: {limit_packets: 0}}]")
             .starts_with("forward.beam.terminals[0].queue.limit_packets: "));
+        assert_eq!(
+            err("[{name: a, vlan: 7}, {name: b, vlan: 7}]"),
+            "forward.beam.terminals[1].vlan: VLAN 7 is terminal \"a\"'s already"
+        );
+        assert_eq!(
+            err("[{name: a, vlan: 7}, {name: b}]"),
+            "forward.beam.terminals[1].vlan: terminal \"a\" has a vlan and \"b\" none: \
+             give every terminal a vlan, or none"
+        );
+        assert_eq!(
+            err("[{name: a}, {name: b, vlan: 7}]"),
+            "forward.beam.terminals[1].vlan: terminal \"b\" has a vlan and \"a\" none: \
+             give every terminal a vlan, or none"
+        );
+        assert!(err("[{name: a, vlan: 4095}]").starts_with("forward.beam.terminals[0].vlan: "));
+        assert!(err("[{name: a, vlan: 0}]").starts_with("forward.beam.terminals[0].vlan: "));
         let e = LinkConfig::from_yaml_str("return: {beam: {terminals: [{name: a}]}}").unwrap_err();
         assert!(e.to_string().starts_with("return.beam: "));
     }

@@ -98,8 +98,9 @@ pub struct ControlRequest {
     #[schemars(range(min = DELAY_MS.lo, max = DELAY_MS.hi), extend("x-unit" = "ms"))]
     pub delay_ms: Option<f64>,
     /// A terminal of the forward beam (`forward.beam.terminals[].name`): the settings apply to
-    /// its forward link only (the return link has no per-terminal settings: `direction` both
-    /// means forward, return is refused). Without it, to every terminal.
+    /// that terminal's link only. `direction` both means its forward link (a return link has
+    /// terminals only as a return beam, `forward.beam` with `return.dama`: name `return` for
+    /// it). Without it, to every terminal.
     #[serde(default)]
     #[schemars(length(min = 1, max = 32), regex(pattern = r"^[a-z0-9_-]+$"))]
     pub terminal: Option<String>,
@@ -109,14 +110,9 @@ impl ControlRequest {
     /// The command for the direction threads, after the request's own rules.
     pub fn into_command(self) -> Result<(ControlTarget, ControlCommand), ConfigError> {
         let mut direction = self.direction;
-        if self.terminal.is_some() {
-            if direction == ControlTarget::Return {
-                return Err(ConfigError::field(
-                    "direction",
-                    "return with terminal: a terminal's settings are its forward link's (give \
-                     forward or both)",
-                ));
-            }
+        if self.terminal.is_some() && direction == ControlTarget::Both {
+            // Forward, as before return beams existed: a terminal's return link is named alone
+            // (a one-terminal return would refuse the terminal).
             direction = ControlTarget::Forward;
         }
         let cmd = ControlCommand {
@@ -225,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn a_terminal_request_goes_to_the_forward_direction_only() {
+    fn a_terminal_request_goes_where_it_says_both_meaning_forward() {
         let req = |direction| ControlRequest {
             direction,
             attenuation_db: Some(3.0),
@@ -235,8 +231,8 @@ mod tests {
         let (t, cmd) = req(ControlTarget::Both).into_command().unwrap();
         assert_eq!(t, ControlTarget::Forward);
         assert_eq!(cmd.terminal.as_deref(), Some("a"));
-        let e = req(ControlTarget::Return).into_command().unwrap_err();
-        assert!(e.to_string().starts_with("direction: "), "{e}");
+        let (t, _) = req(ControlTarget::Return).into_command().unwrap();
+        assert_eq!(t, ControlTarget::Return);
         let alone = ControlRequest {
             terminal: Some("a".into()),
             ..Default::default()

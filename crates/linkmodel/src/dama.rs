@@ -22,11 +22,15 @@
 //! (no burst to carry it in-band) goes in a contention slot and is lost in a collision with
 //! probability 1 - exp(-background_load) (slotted ALOHA; config.rs, ContentionConfig).
 //!
-//! The grant is spread evenly over the superframe's frames, each frame's granted slots first.
+//! The grant is spread evenly over the superframe's frames, each frame's granted slots first (on
+//! a return beam, from the timeslot the controller gives the terminal on: `dama_pool.rs`).
 //! One burst per slot; a slot's payload is the burst's at the terminal's MODCOD (RCS2 waveform
 //! table). Rates are turned into slots with a fractional carry, so CRA over a long run is exact.
-//! One terminal: the pool of `carriers` x `timeslots_per_frame` slots is for a multi-terminal beam;
-//! the terminal itself sends on one carrier at a time (at most `timeslots_per_frame` per frame).
+//! One terminal alone has the slots of one carrier; on a return beam (`return_beam.rs`) the
+//! terminals share the pool of `carriers` x `timeslots_per_frame` slots per frame, each on one
+//! carrier at a time (at most `timeslots_per_frame` per frame). There a tick is split in two:
+//! [`Dama::request`] (the terminal's requests, what it may be granted) and [`Dama::set_grant`]
+//! (the shared controller's decision).
 
 use std::collections::VecDeque;
 
@@ -93,11 +97,69 @@ pub(crate) struct Grant {
     pub(crate) rbdc: u32,
     pub(crate) vbdc: u32,
     pub(crate) fca: u32,
+    /// The timeslot (in each frame) where the terminal's run of slots starts; a run that passes
+    /// the frame's last slot goes on at its first (on the next carrier of a shared pool,
+    /// `return_beam.rs`), so the terminal never has two slots at once. 0 for one terminal.
+    pub(crate) first_slot: u32,
+    /// The frame where the slots that do not divide evenly over the frames start (they go to
+    /// this frame and the next ones, wrapping), so a pool's remainders spread over its frames.
+    /// 0 for one terminal.
+    pub(crate) first_frame: u32,
+}
+
+/// What a terminal may be granted in one superframe, by category, before a shared pool is
+/// divided (`return_beam.rs`): CRA and RBDC from their rates (fractional carry), VBDC from the
+/// volume outstanding, each within the terminal's own slots (one carrier at a time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Demand {
+    pub(crate) cra: u32,
+    pub(crate) rbdc: u32,
+    pub(crate) vbdc: u32,
 }
 
 impl Grant {
     pub(crate) fn total(&self) -> u32 {
         self.cra + self.rbdc + self.vbdc + self.fca
+    }
+}
+
+/// A terminal's `n` granted slots in one frame of `s` timeslots, from timeslot `first` on and
+/// wrapping to timeslot 0 (`n` <= `s`: all at different times). In time order, the wrapped
+/// `w` = first + n - s slots (timeslots 0..w) come first, then timeslots first..s.
+struct RunOfSlots {
+    first: u32,
+    n: u32,
+    w: u32,
+}
+
+impl RunOfSlots {
+    fn new(first: u32, n: u32, s: u32) -> Self {
+        RunOfSlots {
+            first,
+            n,
+            w: (first + n).saturating_sub(s),
+        }
+    }
+
+    /// The timeslot of the run's `j`-th slot in time order.
+    fn timeslot(&self, j: u32) -> u32 {
+        if j < self.w {
+            j
+        } else {
+            self.first + j - self.w
+        }
+    }
+
+    /// The index (in time order) of the run's first slot at or after timeslot `t`.
+    fn index_from(&self, t: u64) -> u64 {
+        let (first, w) = (u64::from(self.first), u64::from(self.w));
+        if t < w {
+            t
+        } else if t <= first {
+            w
+        } else {
+            w + t - first
+        }
     }
 }
 
@@ -238,13 +300,41 @@ impl Dama {
     /// The next superframe starts: the terminal sends its requests for a backlog of
     /// `backlog_bytes`, the controller grants this superframe's slots of `slot_bytes` each.
     pub(crate) fn tick(&mut self, backlog_bytes: u64, slot_bytes: u32) {
+        let d = self.request(backlog_bytes, slot_bytes);
+        let fca = if self.free_capacity {
+            self.capacity() - d.cra - d.rbdc - d.vbdc
+        } else {
+            0
+        };
+        self.set_grant(Grant {
+            cra: d.cra,
+            rbdc: d.rbdc,
+            vbdc: d.vbdc,
+            fca,
+            first_slot: 0,
+            first_frame: 0,
+        });
+    }
+
+    /// The first half of a superframe tick: the terminal's requests go out, those due reach the
+    /// controller; returns what the terminal may be granted ([`Dama::set_grant`] gives the grant).
+    pub(crate) fn request(&mut self, backlog_bytes: u64, slot_bytes: u32) -> Demand {
         let sf = self.sf.map_or(0, |s| s + 1);
         self.sf = Some(sf);
         self.slot_bytes = slot_bytes;
         self.send_requests(sf, backlog_bytes);
         self.receive_requests(sf);
-        self.grant = self.allocate(sf);
-        self.next_slot = (0, 0);
+        self.demand()
+    }
+
+    /// The terminal's slots in a superframe (one carrier at a time).
+    pub(crate) fn capacity(&self) -> u32 {
+        self.slots_per_frame * self.frames
+    }
+
+    /// Slots the CRA takes in a superframe at most (rounded up).
+    pub(crate) fn cra_slots(&self) -> u32 {
+        (self.cra_bps * self.sf_ns() / 1e9 / (self.slot_bytes as f64 * 8.0)).ceil() as u32
     }
 
     fn send_requests(&mut self, sf: u64, backlog_bytes: u64) {
@@ -298,19 +388,17 @@ impl Dama {
         }
     }
 
-    fn allocate(&mut self, _sf: u64) -> Grant {
-        let capacity = self.slots_per_frame * self.frames;
+    fn demand(&mut self) -> Demand {
+        let capacity = self.capacity();
         let slot_bits = self.slot_bytes as f64 * 8.0;
         let sf_s = self.sf_ns() / 1e9;
-        let take = |carry: &mut f64, rate_bps: f64, room: u32| -> u32 {
+        let want = |carry: &mut f64, rate_bps: f64, room: u32| -> u32 {
             *carry += rate_bps * sf_s / slot_bits;
-            let n = (carry.floor() as u32).min(room);
-            *carry = (*carry - n as f64).min(1.0);
-            n
+            (carry.floor() as u32).min(room)
         };
-        let cra = take(&mut self.cra_carry, self.cra_bps, capacity);
+        let cra = want(&mut self.cra_carry, self.cra_bps, capacity);
         let rbdc = if self.rbdc_bps > 0.0 {
-            take(&mut self.rbdc_carry, self.rbdc_bps, capacity - cra)
+            want(&mut self.rbdc_carry, self.rbdc_bps, capacity - cra)
         } else {
             self.rbdc_carry = 0.0;
             0
@@ -319,27 +407,27 @@ impl Dama {
             .vbdc_outstanding_bytes
             .div_ceil(u64::from(self.slot_bytes));
         let vbdc = wanted.min(u64::from(capacity - cra - rbdc)) as u32;
+        Demand { cra, rbdc, vbdc }
+    }
+
+    /// The second half of a superframe tick: the controller's grant `g` (at most the
+    /// [`Demand`] in CRA, RBDC and VBDC; a carry keeps at most one slot a rate was not granted).
+    pub(crate) fn set_grant(&mut self, g: Grant) {
+        self.cra_carry = (self.cra_carry - g.cra as f64).min(1.0);
+        self.rbdc_carry = (self.rbdc_carry - g.rbdc as f64).min(1.0);
         let volume =
-            (u64::from(vbdc) * u64::from(self.slot_bytes)).min(self.vbdc_outstanding_bytes);
+            (u64::from(g.vbdc) * u64::from(self.slot_bytes)).min(self.vbdc_outstanding_bytes);
         self.vbdc_outstanding_bytes -= volume;
         self.vbdc_pending_bytes = self.vbdc_pending_bytes.saturating_sub(volume);
-        let fca = if self.free_capacity {
-            capacity - cra - rbdc - vbdc
-        } else {
-            0
-        };
-        Grant {
-            cra,
-            rbdc,
-            vbdc,
-            fca,
-        }
+        self.grant = g;
+        self.next_slot = (0, 0);
     }
 
     /// Slots granted in frame `f` of the current superframe.
     fn frame_slots(&self, f: u32) -> u32 {
         let g = self.grant.total();
-        g / self.frames + u32::from(f < g % self.frames)
+        let turn = (f + self.frames - self.grant.first_frame % self.frames) % self.frames;
+        g / self.frames + u32::from(turn < g % self.frames)
     }
 
     /// Takes the first unused granted slot starting at or after `t_ns` in the current
@@ -352,12 +440,18 @@ impl Dama {
             let frame_start = sf_start + f as f64 * self.frame_ns;
             let first = if f == f0 { j0 } else { 0 };
             let due = ((t_ns as f64 - frame_start) / self.slot_ns).ceil().max(0.0) as u64;
-            let j = u64::from(first).max(due);
-            if j < u64::from(self.frame_slots(f)) {
+            let run = RunOfSlots::new(
+                self.grant.first_slot,
+                self.frame_slots(f),
+                self.slots_per_frame,
+            );
+            let j = u64::from(first).max(run.index_from(due));
+            if j < u64::from(run.n) {
                 let j = j as u32;
                 self.next_slot = (f, j + 1);
+                let at = run.timeslot(j) as f64 * self.slot_ns;
                 // Never before t_ns (rounding of a slot that starts exactly at t_ns).
-                return Some(((frame_start + j as f64 * self.slot_ns).round() as u64).max(t_ns));
+                return Some(((frame_start + at).round() as u64).max(t_ns));
             }
         }
         self.next_slot = (self.frames, 0);
@@ -528,6 +622,28 @@ mod tests {
         // A slot that has begun is not usable.
         d.tick(0, 100);
         assert_eq!(d.take_slot(20_000_001), Some(21_000_000));
+    }
+
+    #[test]
+    fn a_run_of_slots_past_the_frames_end_wraps_to_its_start() {
+        // 10 slots of 1 ms: a grant of 4 from timeslot 8 is at 0, 1, 8 and 9 ms.
+        let mut d = build(&cfg());
+        d.request(0, 100);
+        d.set_grant(Grant {
+            cra: 4,
+            first_slot: 8,
+            ..Grant::default()
+        });
+        let slots: Vec<Option<u64>> = (0..5).map(|_| d.take_slot(0)).collect();
+        let ms = |t: u64| Some(t * 1_000_000);
+        assert_eq!(slots, [ms(0), ms(1), ms(8), ms(9), None]);
+        d.request(0, 100);
+        d.set_grant(Grant {
+            cra: 4,
+            first_slot: 8,
+            ..Grant::default()
+        });
+        assert_eq!(d.take_slot(10_000_000 + 1_500_000), Some(18_000_000));
     }
 
     #[test]

@@ -33,7 +33,7 @@ use crate::bit_errors::BitErrors;
 use crate::channel::Channel;
 use crate::config::{BitErrorConfig, BitErrorModel, ConfigError, LinkConfig, LinkKind};
 use crate::control::ControlCommand;
-use crate::dama::Dama;
+use crate::dama::{Dama, Demand, Grant};
 use crate::delay::DelaySource;
 use crate::delay_line::DelayLine;
 use crate::erasure::{self, Erasure, Verdict};
@@ -331,6 +331,35 @@ impl Direction {
         d.queue.release_reserve();
         d.channel.shift_downlink(shift_ns);
         Ok(d)
+    }
+
+    // A terminal of a return beam (`return_beam.rs`): the beam ticks its superframes and the
+    // shared controller grants its slots.
+
+    /// Return link `cfg` of one terminal, its DAMA pooled.
+    pub(crate) fn pooled_terminal(cfg: &LinkConfig) -> Result<Self, ConfigError> {
+        let mut d = Direction::new(cfg, Dir::Return)?;
+        d.scheduler.pool_dama();
+        d.queue.release_reserve();
+        Ok(d)
+    }
+
+    /// The superframe starting at `tick_ns`: the terminal's requests, and what it may be granted.
+    pub(crate) fn dama_request(&mut self, tick_ns: u64) -> Demand {
+        self.advance(tick_ns);
+        self.scheduler.update_acm(tick_ns, &self.channel);
+        self.scheduler.dama_request(&self.queue)
+    }
+
+    /// The controller's grant `g` for the superframe that started at `tick_ns`.
+    pub(crate) fn dama_grant(&mut self, tick_ns: u64, g: Grant) {
+        self.scheduler
+            .dama_grant(tick_ns, g, &mut self.queue, &self.channel);
+    }
+
+    /// The DAMA stage (its settings for the return beam).
+    pub(crate) fn dama(&self) -> Option<&Dama> {
+        self.scheduler.dama()
     }
 
     /// Whether data waits for a frame.

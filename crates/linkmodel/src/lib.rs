@@ -24,6 +24,11 @@ pub mod beam;
 pub mod direction;
 pub mod model;
 mod prefix_table;
+// The return link of a beam: the terminals share the MF-TDMA pool through one DAMA controller.
+mod dama_pool;
+pub mod return_beam;
+// What both beams do alike over their terminals' links.
+mod terminal_links;
 mod terminal_set;
 pub mod terminals;
 // The stages of a pipeline, in packet order.

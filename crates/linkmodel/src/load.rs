@@ -74,7 +74,8 @@ impl LinkConfig {
             // Building the stages loads every file and checks cross-field consistency.
             LinkSetup::build(self, dir)?;
         }
-        crate::beam::validate(self)
+        crate::beam::validate(self)?;
+        crate::return_beam::validate(self)
     }
 }
 

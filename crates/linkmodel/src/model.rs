@@ -1,11 +1,13 @@
 //! What the I/O side runs for one direction: one [`Direction`] (one terminal, as every
-//! configuration without `forward.beam`), or a [`Beam`] of several terminals on the forward
-//! carrier. Both answer the same calls; this forwards them.
+//! configuration without `forward.beam`), a [`Beam`] of several terminals on the forward
+//! carrier, or a [`ReturnBeam`] of the same terminals sharing the return link's DAMA pool (with
+//! `return.dama`). All answer the same calls; this forwards them.
 
 use crate::beam::Beam;
 use crate::config::{ConfigError, LinkConfig};
 use crate::control::ControlCommand;
 use crate::direction::Direction;
+use crate::return_beam::{self, ReturnBeam};
 use crate::types::{Dir, DirectionStatus, Outcome};
 
 /// One direction of the link as the emulator runs it (one per direction thread: the size
@@ -15,6 +17,7 @@ use crate::types::{Dir, DirectionStatus, Outcome};
 pub enum Model {
     One(Direction),
     Beam(Beam),
+    ReturnBeam(ReturnBeam),
 }
 
 /// `$m.$call` on whichever model it is.
@@ -23,16 +26,21 @@ macro_rules! each {
         match $m {
             Model::One($x) => $call,
             Model::Beam($x) => $call,
+            Model::ReturnBeam($x) => $call,
         }
     };
 }
 
 impl Model {
     /// Direction `dir` of a validated configuration: a beam for a forward link with
-    /// `forward.beam`, else one [`Direction`].
+    /// `forward.beam`, a return beam for a return link with `return.dama` too, else one
+    /// [`Direction`].
     pub fn new(cfg: &LinkConfig, dir: Dir) -> Result<Self, ConfigError> {
         match (&cfg.forward.beam, dir) {
             (Some(b), Dir::Forward) => Ok(Model::Beam(Beam::new(cfg, b)?)),
+            (Some(b), Dir::Return) if return_beam::is_beam(cfg) => {
+                Ok(Model::ReturnBeam(ReturnBeam::new(cfg, b)?))
+            }
             _ => Ok(Model::One(Direction::new(cfg, dir)?)),
         }
     }
@@ -70,10 +78,12 @@ impl Model {
         match self {
             Model::One(_) if cmd.terminal.is_some() => Err(ConfigError::field(
                 "terminal",
-                "this link has no forward.beam: a request names no terminal",
+                "this direction has no terminals (forward.beam; on the return, forward.beam \
+                 with return.dama): a request names no terminal",
             )),
             Model::One(m) => m.control(now_ns, cmd),
             Model::Beam(m) => m.control(now_ns, cmd),
+            Model::ReturnBeam(m) => m.control(now_ns, cmd),
         }
     }
 

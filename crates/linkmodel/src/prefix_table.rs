@@ -46,6 +46,27 @@ impl PrefixTable {
     }
 }
 
+/// An IPv4 address in an Ethernet frame (behind one optional 802.1Q tag): the 4 bytes at
+/// `ipv4_at` into an IPv4 header, or at `arp_at` into an Ethernet/IPv4 ARP packet (RFC 826);
+/// none for any other frame.
+pub(crate) fn ipv4_address(frame: &[u8], ipv4_at: usize, arp_at: usize) -> Option<u32> {
+    let mut off = 12;
+    let mut ether = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    if ether == 0x8100 {
+        off += 4;
+        ether = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    }
+    let l3 = off + 2;
+    let at = match ether {
+        0x0800 => l3 + ipv4_at,
+        // Hardware address 6 bytes, protocol address 4.
+        0x0806 if frame.get(l3 + 4..l3 + 6)? == [6, 4] => l3 + arp_at,
+        _ => return None,
+    };
+    let a = frame.get(at..at + 4)?;
+    Some(u32::from_be_bytes([a[0], a[1], a[2], a[3]]))
+}
+
 /// A multiplicative hash of a network address (Fibonacci hashing): the keys are few and not
 /// chosen by an adversary, and SipHash would cost more than the rest of the lookup.
 #[derive(Debug, Default)]

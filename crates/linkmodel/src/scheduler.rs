@@ -20,7 +20,7 @@
 use crate::acm::{AcmLoop, Mode};
 use crate::channel::Channel;
 use crate::config::{AcmMode, ConfigError, DirectionConfig, LinkConfig, LinkKind, ModcodSet};
-use crate::dama::Dama;
+use crate::dama::{Dama, Demand, Grant};
 use crate::delay::DelaySource;
 use crate::framing::{self, Gse, Partial};
 use crate::modcod::{dvbs2_shape, rcs2_shape, FrameShape, ModcodTable};
@@ -254,6 +254,9 @@ pub(crate) struct Scheduler {
     slot_wait_ns: Option<u64>,
     /// A terminal of a beam (`beam.rs`): frames start only when the beam's carrier grants one.
     gated: bool,
+    /// A terminal of a return beam (`return_beam.rs`): the beam ticks the superframes and its
+    /// controller grants the slots ([`Scheduler::dama_request`], [`Scheduler::dama_grant`]).
+    pooled: bool,
 }
 
 impl Scheduler {
@@ -273,7 +276,13 @@ impl Scheduler {
             dama,
             slot_wait_ns: None,
             gated: false,
+            pooled: false,
         }
+    }
+
+    /// The superframes are ticked by a return beam's shared controller, not by this timer.
+    pub(crate) fn pool_dama(&mut self) {
+        self.pooled = true;
     }
 
     /// Frames start only through [`Scheduler::start_frame`], called by the beam's carrier. A
@@ -327,7 +336,11 @@ impl Scheduler {
     /// The scheduler's next timer (DAMA only): a granted slot a burst waits for, or the next
     /// superframe's start.
     pub(crate) fn next_timer_ns(&self) -> Option<u64> {
-        let tick = self.dama.as_ref().map(Dama::next_tick_ns);
+        let tick = self
+            .dama
+            .as_ref()
+            .filter(|_| !self.pooled)
+            .map(Dama::next_tick_ns);
         [self.slot_wait_ns, tick].into_iter().flatten().min()
     }
 
@@ -339,9 +352,9 @@ impl Scheduler {
             self.start_frame(slot, queue, channel);
             return;
         }
-        let backlog = queue.bytes() + self.partial.as_ref().map_or(0, |p| u64::from(p.remaining));
+        let backlog = self.backlog_bytes(queue);
         let slot_bytes = self.phy.current_data_bytes();
-        let Some(d) = self.dama.as_mut() else {
+        let Some(d) = self.dama.as_mut().filter(|_| !self.pooled) else {
             return;
         };
         if d.next_tick_ns() > t_ns {
@@ -349,10 +362,47 @@ impl Scheduler {
         }
         let tick = d.next_tick_ns();
         d.tick(backlog, slot_bytes);
+        self.superframe_started(tick, queue, channel);
+    }
+
+    fn backlog_bytes(&self, queue: &Queue) -> u64 {
+        queue.bytes() + self.partial.as_ref().map_or(0, |p| u64::from(p.remaining))
+    }
+
+    /// A superframe's grant is in, at `tick`: a waiting burst takes its first slot.
+    fn superframe_started(&mut self, tick: u64, queue: &mut Queue, channel: &Channel) {
         let waiting = self.partial.is_some() || !queue.is_empty();
         if self.frame.is_none() && self.slot_wait_ns.is_none() && waiting {
             self.start_or_wait(tick.max(self.link_free_ns), queue, channel);
         }
+    }
+
+    /// A return beam's terminal (pooled DAMA) at the start of a superframe: its requests, and
+    /// what it may be granted.
+    pub(crate) fn dama_request(&mut self, queue: &Queue) -> Demand {
+        let backlog = self.backlog_bytes(queue);
+        let slot_bytes = self.phy.current_data_bytes();
+        let d = self
+            .dama
+            .as_mut()
+            .expect("a return beam's terminal has dama");
+        d.request(backlog, slot_bytes)
+    }
+
+    /// A return beam's terminal: the controller's grant for the superframe that started at
+    /// `tick`.
+    pub(crate) fn dama_grant(&mut self, tick: u64, g: Grant, queue: &mut Queue, channel: &Channel) {
+        let d = self
+            .dama
+            .as_mut()
+            .expect("a return beam's terminal has dama");
+        d.set_grant(g);
+        self.superframe_started(tick, queue, channel);
+    }
+
+    /// The DAMA stage (a return beam's controller reads its settings).
+    pub(crate) fn dama(&self) -> Option<&Dama> {
+        self.dama.as_ref()
     }
 
     /// The terminal's DAMA requests and grant in the current superframe.

@@ -8,9 +8,14 @@
 //! propagation delay) is the beam's.
 //!
 //! Packets go to a terminal by destination IPv4 prefix (longest match over every terminal's
-//! `prefixes`; the addresses behind a terminal are its LAN). A packet no prefix matches (ARP,
-//! IPv6, other destinations) goes to the first terminal, so a beam whose first terminal is the
-//! default one carries everything a one-terminal link carries.
+//! `prefixes`; the addresses behind a terminal are its LAN; an ARP packet goes by the address it
+//! asks or answers for). A packet no prefix matches (IPv6, other destinations) goes to the first
+//! terminal, so a beam whose first terminal is the default one carries everything a one-terminal
+//! link carries.
+//!
+//! Terminals reach the emulator on its one st port, either all on the same wire or each on its
+//! own 802.1Q VLAN (`vlan`: a switch in front of the terminals' LANs). With VLANs, a terminal's
+//! frames leave tagged with its VLAN ID and a frame arriving with a VLAN ID is that terminal's.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -112,6 +117,12 @@ pub struct TerminalConfig {
     /// The terminal's queue at the gateway (default: `forward.queue`).
     #[serde(default)]
     pub queue: Option<QueueConfig>,
+    /// 802.1Q VLAN ID of the terminal on the st port (1-4094, unique; every terminal has one or
+    /// none has): its frames leave the st port tagged with it, and frames arriving there with it
+    /// are the terminal's (untagged on the way in; any other VLAN ID is dropped and counted).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 4094))]
+    pub vlan: Option<u16>,
 }
 
 fn default_weight() -> f64 {
@@ -231,7 +242,44 @@ impl BeamConfig {
         if let Some(c) = &t.rain_cell {
             self.validate_rain_cell(t, c, &format!("{tp}.rain_cell"))?;
         }
-        Ok(())
+        self.validate_vlan(k, t, &format!("{tp}.vlan"))
+    }
+
+    /// A VLAN in range and used once, on every terminal or on none (a terminal without one
+    /// would have no way in or out on a VLAN trunk).
+    fn validate_vlan(&self, k: usize, t: &TerminalConfig, vp: &str) -> Result<(), ConfigError> {
+        let first = &self.terminals[0];
+        if t.vlan.is_some() != first.vlan.is_some() {
+            let (has, hasnt) = if first.vlan.is_some() {
+                (&first.name, &t.name)
+            } else {
+                (&t.name, &first.name)
+            };
+            return Err(ConfigError::field(
+                vp,
+                format!(
+                    "terminal {has:?} has a vlan and {hasnt:?} none: give every terminal a \
+                     vlan, or none"
+                ),
+            ));
+        }
+        let Some(v) = t.vlan else {
+            return Ok(());
+        };
+        check_range(vp, v, 1, 4094, "")?;
+        match self.terminals[..k].iter().find(|o| o.vlan == Some(v)) {
+            Some(o) => Err(ConfigError::field(
+                vp,
+                format!("VLAN {v} is terminal {:?}'s already", o.name),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Each terminal's VLAN ID, if the terminals have VLANs (valid after
+    /// [`BeamConfig::validate`]: all or none).
+    pub fn vlans(&self) -> Option<Vec<u16>> {
+        self.terminals.iter().map(|t| t.vlan).collect()
     }
 
     fn validate_rain_cell(

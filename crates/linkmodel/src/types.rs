@@ -166,11 +166,15 @@ pub struct TerminalStatus {
     /// GSE bytes (headers + data) the carrier sent the terminal.
     pub sent_bytes: u64,
     pub counters: Counters,
+    /// The terminal's DAMA requests and grant in the current superframe (return link of a beam
+    /// with `return.dama`); absent on the forward link. There `frames` counts RCS2 bursts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dama: Option<Box<DamaStatus>>,
 }
 
 /// DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
-/// current superframe and what the gateway granted it for this superframe. A multi-terminal beam
-/// will have one of these per terminal.
+/// current superframe and what the gateway granted it for this superframe. On a return beam each
+/// terminal has its own (`terminals[].dama`) and the direction's is their sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DamaStatus {
     /// Superframe number (superframe 0 starts when the emulator starts).

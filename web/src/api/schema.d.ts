@@ -1101,8 +1101,9 @@ export interface components {
             /**
              * Terminal
              * @description A terminal of the forward beam (`forward.beam.terminals[].name`): the settings apply to
-             *     its forward link only (the return link has no per-terminal settings: `direction` both
-             *     means forward, return is refused). Without it, to every terminal.
+             *     that terminal's link only. `direction` both means its forward link (a return link has
+             *     terminals only as a return beam, `forward.beam` with `return.dama`: name `return` for
+             *     it). Without it, to every terminal.
              */
             terminal?: string | null;
         };

@@ -124,8 +124,8 @@ export interface Counters {
 }
 /**
  * DAMA on the return link (`return.dama`): what the terminal asked for at the start of the
- * current superframe and what the gateway granted it for this superframe. A multi-terminal beam
- * will have one of these per terminal.
+ * current superframe and what the gateway granted it for this superframe. On a return beam each
+ * terminal has its own (`terminals[].dama`) and the direction's is their sum.
  */
 export interface DamaStatus {
   /**
@@ -199,6 +199,11 @@ export interface TerminalStatus {
    */
   attenuation_db: number;
   counters: Counters;
+  /**
+   * The terminal's DAMA requests and grant in the current superframe (return link of a beam
+   * with `return.dama`); absent on the forward link. There `frames` counts RCS2 bursts.
+   */
+  dama?: DamaStatus | null;
   /**
    * Es/N0 at the terminal now, dB.
    */
