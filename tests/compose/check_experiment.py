@@ -152,7 +152,8 @@ def check(api: Api, timeout_s: float) -> None:
         gp = flow.get("goodput_bps")
         if not (isinstance(gp, (int, float)) and GOODPUT_MIN_BPS < gp < GOODPUT_MAX_BPS):
             raise Fail(
-                f"run {r['id']}: goodput_bps {gp} outside {GOODPUT_MIN_BPS}..{GOODPUT_MAX_BPS}"
+                f"run {r['id']}: goodput_bps {gp} outside {GOODPUT_MIN_BPS}..{GOODPUT_MAX_BPS}; "
+                f"flow {flow}; hosts {doc.get('hosts')}; link {doc.get('link_events')}"
             )
         if not flow.get("bytes_received", 0) > 0:
             raise Fail(f"run {r['id']}: no bytes received")

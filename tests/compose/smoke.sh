@@ -69,6 +69,17 @@ trap teardown EXIT
 trap 'exit 130' INT TERM
 
 "$DOCKER" info >/dev/null 2>&1 || { echo "dockerd is not running (scripts/setup.sh starts it)"; exit 1; }
+# A dockerd with its iptables rules on (--iptables=true, the packaged default) loads br_netfilter,
+# so bridged frames go through the host's FORWARD chain, where its isolation rules for internal
+# networks drop every testbed packet (10.250.x addresses are not the Docker networks' subnets):
+# runs then see no traffic at all. Say so instead of failing on "goodput None".
+if [ "$(sysctl -n net.bridge.bridge-nf-call-iptables 2>/dev/null)" = 1 ] &&
+  iptables -S FORWARD 2>/dev/null | grep -q DOCKER; then
+  echo "dockerd filters bridged traffic (iptables rules on, net.bridge.bridge-nf-call-iptables=1):"
+  echo "the testbed's internal networks would drop every packet. Run dockerd with"
+  echo "--iptables=false (README.md, Docker Compose)."
+  exit 1
+fi
 if [ -z "${SATLAB_EXTRA_CA+x}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
   export SATLAB_EXTRA_CA=/etc/ssl/certs/ca-certificates.crt
 fi
