@@ -14,6 +14,7 @@ APT_PACKAGES=(
   iperf3 iputils-ping tcpdump tshark curl procps chromium python3-venv python3-dev build-essential pkg-config
   docker.io docker-compose mmdebstrap acl
   gnuradio prometheus
+  libzmq3-dev
 )
 
 apt_packages() {

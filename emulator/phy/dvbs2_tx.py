@@ -79,12 +79,42 @@ def geometry(modcod: int, frame: str, pilots: bool) -> dict[str, int]:
     return {"symbols": 90 + slots * 90 + pilot_blocks * 36, "kbch": kbch, "nldpc": nldpc}
 
 
+def bbframe_to_symbols(modcod: int, frame: str, pilots: bool, goldcode: int) -> list[object]:
+    """gr-dtv's chain from BBFRAMEs (unpacked bits) to PL symbols, one sample per symbol: BB
+    scrambler, BCH, LDPC, bit interleaver, mapper, PL framing (shared with the PHY loop's
+    flowgraph, crates/dvbs2phy/gr/dvbs2_loop.py)."""
+    mod, rate = MODS[modcod - 1], RATES[modcod - 1]
+    fs = dtv.FECFRAME_NORMAL if frame == "normal" else dtv.FECFRAME_SHORT
+    r, cons = rate_enum(rate), CONS[mod]
+    return [
+        dtv.dvb_bbscrambler_bb(dtv.STANDARD_DVBS2, fs, r),
+        dtv.dvb_bch_bb(dtv.STANDARD_DVBS2, fs, r),
+        dtv.dvb_ldpc_bb(dtv.STANDARD_DVBS2, fs, r, dtv.MOD_OTHER),
+        dtv.dvbs2_interleaver_bb(fs, r, cons),
+        dtv.dvbs2_modulator_bc(fs, r, cons, dtv.INTERPOLATION_OFF),
+        dtv.dvbs2_physical_cc(fs, r, cons, dtv.PILOTS_ON if pilots else dtv.PILOTS_OFF, goldcode),
+        blocks.keep_m_in_n(gr.sizeof_gr_complex, 1, 2, 0),
+    ]
+
+
+def awgn_channel(n0: float, freq_offset: float, seed: int) -> object:
+    """gr-channels' channel model: AWGN of complex variance N0 (Es = 1: gr-dtv's constellations
+    have unit mean energy, so noise voltage sqrt(N0)), an optional frequency offset."""
+    return channels.channel_model(
+        noise_voltage=math.sqrt(n0),
+        frequency_offset=freq_offset,
+        epsilon=1.0,
+        taps=[1.0 + 0j],
+        noise_seed=seed,
+        block_tags=False,
+    )
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     mod, rate = MODS[args.modcod - 1], RATES[args.modcod - 1]
     geo = geometry(args.modcod, args.frame, args.pilots)
     fs = dtv.FECFRAME_NORMAL if args.frame == "normal" else dtv.FECFRAME_SHORT
     r = rate_enum(rate)
-    cons = CONS[mod]
     # Enough TS packets for the frames asked for plus a few (the chain holds partial frames).
     nbytes = (args.frames + 2) * geo["kbch"] // 8
     npkts = nbytes // 188 + 2
@@ -96,35 +126,21 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     bbh = dtv.dvb_bbheader_bb(
         dtv.STANDARD_DVBS2, fs, r, dtv.RO_0_20, dtv.INPUTMODE_NORMAL, dtv.INBAND_OFF, 168, 4000000
     )
-    scr = dtv.dvb_bbscrambler_bb(dtv.STANDARD_DVBS2, fs, r)
-    bch = dtv.dvb_bch_bb(dtv.STANDARD_DVBS2, fs, r)
-    ldpc = dtv.dvb_ldpc_bb(dtv.STANDARD_DVBS2, fs, r, dtv.MOD_OTHER)
-    il = dtv.dvbs2_interleaver_bb(fs, r, cons)
-    modu = dtv.dvbs2_modulator_bc(fs, r, cons, dtv.INTERPOLATION_OFF)
-    pl = dtv.dvbs2_physical_cc(
-        fs, r, cons, dtv.PILOTS_ON if args.pilots else dtv.PILOTS_OFF, args.goldcode
-    )
-    one = blocks.keep_m_in_n(gr.sizeof_gr_complex, 1, 2, 0)
+    chain = bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
     # gr-channels' channel model (its fractional resampler) swallows its first few samples: a
     # lead-in of PAD zero symbols (noise only at the output) keeps the first frame whole.
     lead = blocks.delay(gr.sizeof_gr_complex, PAD)
     # Data symbols have unit mean energy (gr-dtv normalises every constellation): Es = 1.
     n0 = 10 ** (-args.esn0 / 10) if args.esn0 is not None else 0.0
-    chan = channels.channel_model(
-        noise_voltage=math.sqrt(n0),
-        frequency_offset=args.freq_offset,
-        epsilon=1.0,
-        taps=[1.0 + 0j],
-        noise_seed=args.seed + 1,
-        block_tags=False,
-    )
+    chan = awgn_channel(n0, args.freq_offset, args.seed + 1)
     head_iq = blocks.head(gr.sizeof_gr_complex, PAD + args.frames * geo["symbols"])
     sink_iq = blocks.file_sink(gr.sizeof_gr_complex, args.out_iq, False)
     sink_iq.set_unbuffered(False)
     pack = blocks.pack_k_bits_bb(8)
     head_ref = blocks.head(gr.sizeof_char, args.frames * geo["kbch"] // 8)
     sink_ref = blocks.file_sink(gr.sizeof_char, args.out_ref, False)
-    tb.connect(src, bbh, scr, bch, ldpc, il, modu, pl, one)
+    tb.connect(src, bbh, *chain)
+    one = chain[-1]
     if args.phase_noise > 0:
         # gr-channels phase_noise_gen: low-pass filtered Gaussian phase (magnitude in radians,
         # alpha the filter's pole).
@@ -153,17 +169,32 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def frame_args(p: argparse.ArgumentParser, frame: str) -> None:
+    """The options naming the PLFRAMEs (shared with crates/dvbs2phy/gr/dvbs2_loop.py)."""
+    p.add_argument("--modcod", type=int, required=True, help="EN 302 307-1 Table 13 id, 1-28")
+    p.add_argument("--frame", choices=["normal", "short"], default=frame)
+    p.add_argument("--pilots", action="store_true")
+    p.add_argument("--goldcode", type=int, default=0, help="PL scrambling code n, 0-262141")
+
+
+def check_frame_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses --modcod, --goldcode or --esn0 (when given) out of range."""
+    if not 1 <= args.modcod <= 28:
+        p.error(f"--modcod {args.modcod} is outside [1, 28]")
+    if args.esn0 is not None and not -10.0 <= args.esn0 <= 40.0:
+        p.error(f"--esn0 {args.esn0} is outside [-10, 40] dB")
+    if not 0 <= args.goldcode <= 262141:
+        p.error(f"--goldcode {args.goldcode} is outside [0, 262141]")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--modcod", type=int, required=True, help="EN 302 307-1 Table 13 id, 1-28")
-    p.add_argument("--frame", choices=["normal", "short"], default="short")
-    p.add_argument("--pilots", action="store_true")
+    frame_args(p, "short")
     p.add_argument("--esn0", type=float, default=None, help="Es/N0 dB (absent: no noise)")
     p.add_argument("--frames", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--goldcode", type=int, default=0, help="PL scrambling code n, 0-262141")
     p.add_argument("--freq-offset", type=float, default=0.0, help="cycles per symbol")
     p.add_argument(
         "--phase-noise", type=float, default=0.0, help="gr-channels phase noise magnitude"
@@ -172,14 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-iq", required=True)
     p.add_argument("--out-ref", required=True)
     args = p.parse_args(argv)
-    if not 1 <= args.modcod <= 28:
-        p.error(f"--modcod {args.modcod} is outside [1, 28]")
+    check_frame_args(p, args)
     if not 1 <= args.frames <= 1_000_000:
         p.error(f"--frames {args.frames} is outside [1, 1000000]")
-    if args.esn0 is not None and not -10.0 <= args.esn0 <= 40.0:
-        p.error(f"--esn0 {args.esn0} is outside [-10, 40] dB")
-    if not 0 <= args.goldcode <= 262141:
-        p.error(f"--goldcode {args.goldcode} is outside [0, 262141]")
     if abs(args.freq_offset) > 0.01:
         p.error(f"--freq-offset {args.freq_offset} is outside [-0.01, 0.01] cycles per symbol")
     try:

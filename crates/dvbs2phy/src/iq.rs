@@ -1,4 +1,4 @@
-//! GNU Radio's complex64 file format: interleaved little-endian f32 I and Q.
+//! GNU Radio's complex64 format (files, ZeroMQ streams): interleaved little-endian f32 I and Q.
 
 use std::path::Path;
 
@@ -14,12 +14,17 @@ pub fn read(path: &Path) -> Result<Vec<C64>, String> {
             bytes.len()
         ));
     }
-    Ok(bytes
+    Ok(from_le_bytes(&bytes))
+}
+
+/// Samples from whole 8-byte groups of `bytes` (interleaved little-endian f32 I and Q).
+pub fn from_le_bytes(bytes: &[u8]) -> Vec<C64> {
+    bytes
         .chunks_exact(8)
         .map(|c| {
             let re = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             let im = f32::from_le_bytes([c[4], c[5], c[6], c[7]]);
             C64::new(f64::from(re), f64::from(im))
         })
-        .collect())
+        .collect()
 }

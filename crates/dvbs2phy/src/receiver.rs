@@ -114,6 +114,22 @@ pub struct FrameResult {
     pub decode_s: f64,
 }
 
+/// The BBFRAME a frame delivers and how the decoder got there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivered {
+    /// The BBFRAME, K_bch bits, one per byte (BB descrambled).
+    pub bits: Vec<u8>,
+    /// LDPC parity checks all satisfied.
+    pub ldpc_ok: bool,
+    pub iterations: usize,
+    /// BCH: bits corrected, or `None` when the BCH decoder failed.
+    pub bch_corrected: Option<usize>,
+    /// Es/N0 estimated from the known symbols (dB).
+    pub esn0_est_db: f64,
+    /// Seconds spent demapping and decoding this frame.
+    pub decode_s: f64,
+}
+
 /// A receiver for one MODCOD (CCM).
 pub struct Receiver {
     cfg: Config,
@@ -223,6 +239,28 @@ impl Receiver {
         next_header: Option<&[C64]>,
         reference: &[u8],
     ) -> FrameResult {
+        let d = self.decode_bbframe(y, next_header);
+        let bit_errors = d
+            .bits
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| b != (reference[i / 8] >> (7 - i % 8)) & 1)
+            .count();
+        FrameResult {
+            index,
+            ldpc_ok: d.ldpc_ok,
+            iterations: d.iterations,
+            bch_corrected: d.bch_corrected,
+            bit_errors,
+            ok: bit_errors == 0 && d.bch_corrected.is_some(),
+            esn0_est_db: d.esn0_est_db,
+            decode_s: d.decode_s,
+        }
+    }
+
+    /// Decodes one PLFRAME `y` (`frame_len` symbols) into the BBFRAME it delivers;
+    /// `next_header` as in `decode`.
+    pub fn decode_bbframe(&mut self, y: &[C64], next_header: Option<&[C64]>) -> Delivered {
         let t_start = Instant::now();
         let mc = self.cfg.modcod;
         // Descrambled body (data + pilots).
@@ -254,23 +292,15 @@ impl Receiver {
             BchResult::Corrected(n) => Some(n),
             BchResult::Failed => None,
         };
-        let mut bb = word[..mc.kbch].to_vec();
-        plframe::bb_descramble(&mut bb);
-        let decode_s = t_start.elapsed().as_secs_f64();
-        let bit_errors = bb
-            .iter()
-            .enumerate()
-            .filter(|&(i, &b)| b != (reference[i / 8] >> (7 - i % 8)) & 1)
-            .count();
-        FrameResult {
-            index,
+        let mut bits = word[..mc.kbch].to_vec();
+        plframe::bb_descramble(&mut bits);
+        Delivered {
+            bits,
             ldpc_ok,
             iterations: out.iterations,
             bch_corrected,
-            bit_errors,
-            ok: bit_errors == 0 && bch_corrected.is_some(),
             esn0_est_db: -10.0 * n0_est.log10(),
-            decode_s,
+            decode_s: t_start.elapsed().as_secs_f64(),
         }
     }
 

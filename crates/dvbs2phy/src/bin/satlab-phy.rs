@@ -3,6 +3,10 @@
 //!
 //! satlab-phy --modcod ID --frame normal|short [--pilots] --iq FILE --ref FILE [OPTIONS]
 //! (`satlab-phy --help` lists them)
+//! satlab-phy --loop-bench --modcod ID --frame normal|short [--pilots] --esn0 DB --frames N
+//! [--in-flight K --sigmf PATH]: starts the PHY loop (dvbs2phy::phy_loop: the GNU Radio
+//! flowgraph gr/dvbs2_loop.py over ZeroMQ), pushes N BBFRAMEs through it and prints one JSON
+//! line: frames/s through the loop, the decoder's frames/s per core and the useful rate.
 //! satlab-phy --check [--decoder NAME --minsum-scale F --minsum-offset B --max-iterations N]:
 //! exits 0 if the decoder options are valid, else 2 with a message naming the option and its
 //! limits (the only check of their ranges: `satlab phy calibrate` asks this before it starts).
@@ -23,9 +27,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use dvbs2phy::constellation::C64;
+use dvbs2phy::cpu::thread_cpu_s;
 use dvbs2phy::iq;
 use dvbs2phy::minsum::{CheckRule, DEFAULT_RULE};
-use dvbs2phy::{Config, Decoder, FrameSize, ModCod, Receiver};
+use dvbs2phy::{loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver};
 
 /// Command line (clap); a usage error exits 2, like a decoding error.
 #[derive(clap::Parser)]
@@ -41,10 +46,10 @@ struct Args {
     #[arg(long)]
     pilots: bool,
     /// The IQ file (emulator/phy/dvbs2_tx.py)
-    #[arg(long, value_name = "FILE", required_unless_present = "check")]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["check", "loop_bench"])]
     iq: Option<PathBuf>,
     /// The transmitted BBFRAMEs to compare with
-    #[arg(long = "ref", value_name = "FILE", required_unless_present = "check")]
+    #[arg(long = "ref", value_name = "FILE", required_unless_present_any = ["check", "loop_bench"])]
     reference: Option<PathBuf>,
     /// Only check the decoder options (exit 0, or 2 naming the option and its limits)
     #[arg(long)]
@@ -72,7 +77,7 @@ struct Args {
     #[arg(long, value_name = "B", default_value_t = DEFAULT_RULE.offset,
           value_parser = |v: &str| number_in(v, 0.0, 2.0).map(|x| x as f32))]
     minsum_offset: f32,
-    /// Decode only the first N frames
+    /// Decode only the first N frames (--loop-bench: frames to push, default 100)
     #[arg(long, value_name = "N")]
     frames: Option<usize>,
     /// Print only the summary with the decoder throughput
@@ -81,6 +86,17 @@ struct Args {
     /// No line per frame
     #[arg(long)]
     quiet: bool,
+    /// PHY loop benchmark: --frames BBFRAMEs through the GNU Radio flowgraph and back (needs
+    /// --esn0)
+    #[arg(long, requires = "esn0", conflicts_with_all = ["iq", "reference", "check"])]
+    loop_bench: bool,
+    /// PHY loop: frames pushed ahead of the decoder (1-64)
+    #[arg(long, value_name = "K", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    in_flight: u32,
+    /// PHY loop: also write the IQ to PATH.sigmf-data and PATH.sigmf-meta
+    #[arg(long, value_name = "PATH")]
+    sigmf: Option<PathBuf>,
 }
 
 impl Args {
@@ -113,6 +129,9 @@ fn run(a: Args) -> Result<(), String> {
     if a.check {
         return Ok(());
     }
+    if a.loop_bench {
+        return loop_bench(&a, decoder);
+    }
     let (Some(id), Some(frame), Some(iq_path), Some(ref_path)) =
         (a.modcod, a.frame, &a.iq, &a.reference)
     else {
@@ -138,6 +157,48 @@ fn run(a: Args) -> Result<(), String> {
     )?;
     let totals = decode_frames(&mut rx, &samples[start..], &reference, n, &a, &mc);
     print_summary(&a, decoder, &mc, start, rx.edges(), &totals);
+    Ok(())
+}
+
+/// --loop-bench: the PHY loop's figures as one JSON line.
+fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
+    let (Some(id), Some(frame), Some(esn0)) = (a.modcod, a.frame, a.esn0) else {
+        unreachable!("clap requires --modcod, --frame and --esn0 with --loop-bench");
+    };
+    let mc = ModCod::new(id, frame, a.pilots)?;
+    let mut cfg = LoopConfig::new(mc, esn0);
+    cfg.goldcode = a.goldcode;
+    cfg.max_iterations = a.max_iterations as usize;
+    cfg.decoder = decoder;
+    cfg.in_flight = a.in_flight as usize;
+    cfg.sigmf = a.sigmf.clone();
+    let frames = a.frames.unwrap_or(100);
+    let r = loop_bench::run(cfg, frames).map_err(|e| e.to_string())?;
+    let n = r.frames as f64;
+    println!(
+        "{}",
+        serde_json::json!({
+            "loop_bench": true,
+            "modcod": mc.id,
+            "label": mc.label(),
+            "frame": frame_name(frame),
+            "pilots": a.pilots,
+            "esn0_db": esn0,
+            "in_flight": a.in_flight,
+            "frames": r.frames,
+            "ok": r.ok,
+            "ldpc_not_converged": r.ldpc_not_converged,
+            "bch_failed": r.bch_failed,
+            "residual_errors": r.residual_errors,
+            "mean_iterations": r.mean_iterations,
+            "start_s": r.start_s,
+            "wall_s": r.wall_s,
+            "frames_per_s": r.frames_per_s(),
+            "decoder_frames_per_s": n / r.decode_s,
+            "decoder_frames_per_cpu_s": n / r.decode_cpu_s,
+            "useful_mbit_per_s": r.useful_bit_per_s(&mc) / 1e6,
+        })
+    );
     Ok(())
 }
 
@@ -288,21 +349,6 @@ fn print_summary(a: &Args, decoder: Decoder, mc: &ModCod, start: usize, edges: u
 /// An f32 as the f64 of its shortest decimal (0.4, not 0.4000000059604645).
 fn short_f64(x: f32) -> f64 {
     x.to_string().parse().unwrap_or(f64::NAN)
-}
-
-/// CPU time of the calling thread, seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_THREAD_CPUTIME_ID exists on
-    // Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn main() -> ExitCode {

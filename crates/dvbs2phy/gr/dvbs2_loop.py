@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""The long-running GNU Radio flowgraph of the PHY loop (crates/dvbs2phy/src/phy_loop.rs).
+
+One flowgraph per MODCOD, frame size, pilots and Es/N0, kept running: gr-dtv's blocks are built
+for one MODCOD (CCM) and reconfiguring them means stopping the stream; starting a flowgraph takes
+about 0.25 s on this machine (process start included), fine for a MODCOD change every few seconds,
+not per frame. A loop at another Es/N0 is another flowgraph.
+
+    BBFRAMEs in (ZeroMQ PULL, --in: K_bch bytes per frame, one bit per byte, MSB first: the
+    BBHEADER and data field as the emulator builds them)
+    -> BB scrambler (EN 302 307-1 5.2.2) -> BCH (5.3.1) -> LDPC (5.3.2) -> bit interleaver (5.3.3)
+    -> mapper (5.4) -> PL framing, pilots, PL scrambling (5.5) -> gr-channels AWGN at --esn0
+    -> IQ out (ZeroMQ PUSH, --out: complex64, one sample per symbol).
+
+The chain after the BBHEADER inserter is the calibration's (emulator/phy/dvbs2_tx.py), so the loop
+meets the channel the PER tables were measured on. The IQ is a stream: the frames come out in the
+order they went in, after PAD noise-only symbols (less the few the channel's resampler holds
+back); the Rust side finds the first PLHEADER and cuts the stream into frames, so frame k of the
+output is BBFRAME k of the input. The last frame's tail stays in the channel until more input
+arrives: the Rust side pushes filler frames when it waits (PhyLoop's flush).
+
+--sigmf PATH also writes the IQ to PATH.sigmf-data (cf32_le) with its PATH.sigmf-meta (SigMF 1.0
+core fields; sample rate = --symbol-rate, one sample per symbol).
+
+Prints one JSON line on stdout once the flowgraph runs ({"ready": true, ...}); exits when stdin
+closes (the Rust side's end). Debian's gnuradio imports only in /usr/bin/python3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+try:
+    from gnuradio import blocks, gr, zeromq
+except ImportError as err:  # pragma: no cover - depends on the machine
+    sys.exit(f"GNU Radio is not importable ({err}); run with /usr/bin/python3 (scripts/setup.sh)")
+
+# The calibration transmitter's tables (MODCOD ids, constellations, frame geometry).
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "emulator" / "phy"))
+import dvbs2_tx as tx  # noqa: E402
+
+
+def sigmf_meta(args: argparse.Namespace, geo: dict[str, int]) -> dict[str, object]:
+    mod, rate = tx.MODS[args.modcod - 1], tx.RATES[args.modcod - 1]
+    return {
+        "global": {
+            "core:datatype": "cf32_le",
+            "core:sample_rate": args.symbol_rate,
+            "core:version": "1.0.0",
+            "core:recorder": "satlab dvbs2_loop.py (GNU Radio 3.10 gr-dtv, gr-channels)",
+            "core:description": (
+                f"DVB-S2 MODCOD {args.modcod} ({mod} {rate}), {args.frame} frames, pilots "
+                f"{'on' if args.pilots else 'off'}, PLFRAME {geo['symbols']} symbols, gold code "
+                f"{args.goldcode}, AWGN Es/N0 {args.esn0} dB, one sample per symbol"
+            ),
+        },
+        "captures": [{"core:sample_start": 0}],
+        "annotations": [],
+    }
+
+
+def build(args: argparse.Namespace) -> gr.top_block:
+    geo = tx.geometry(args.modcod, args.frame, args.pilots)
+    tb = gr.top_block()
+    # Blocking PULL: 100 ms receive timeout, then the scheduler calls it again.
+    src = zeromq.pull_source(gr.sizeof_char, 1, args.input, 100, False, -1)
+    chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
+    lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
+    chan = tx.awgn_channel(10 ** (-args.esn0 / 10), 0.0, args.seed)
+    sink = zeromq.push_sink(gr.sizeof_gr_complex, 1, args.output, 100, False, -1)
+    tb.connect(src, *chain, lead, chan, sink)
+    if args.sigmf:
+        data = blocks.file_sink(gr.sizeof_gr_complex, args.sigmf + ".sigmf-data", False)
+        data.set_unbuffered(False)
+        tb.connect(chan, data)
+        Path(args.sigmf + ".sigmf-meta").write_text(json.dumps(sigmf_meta(args, geo), indent=2))
+    return tb
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    tx.frame_args(p, "normal")
+    p.add_argument("--esn0", type=float, required=True, help="Es/N0 dB, -10 to 40")
+    p.add_argument("--seed", type=int, default=1, help="the channel's noise seed")
+    p.add_argument("--in", dest="input", required=True, help="ZeroMQ address of the BBFRAMEs")
+    p.add_argument("--out", dest="output", required=True, help="ZeroMQ address for the IQ")
+    p.add_argument("--sigmf", help="also write the IQ to SIGMF.sigmf-data/.sigmf-meta")
+    p.add_argument("--symbol-rate", type=float, default=1e6, help="SigMF sample rate, Hz")
+    args = p.parse_args(argv)
+    tx.check_frame_args(p, args)
+    try:
+        geo = tx.geometry(args.modcod, args.frame, args.pilots)
+    except ValueError as err:
+        p.error(str(err))
+    tb = build(args)
+    tb.start()
+    print(json.dumps({"ready": True, "lead_in": tx.PAD, **geo}), flush=True)
+    with contextlib.suppress(ValueError, OSError):
+        sys.stdin.read()  # until the Rust side closes its end (or dies)
+    tb.stop()
+    tb.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,506 @@
+//! PHY in the loop: BBFRAMEs through GNU Radio's DVB-S2 transmitter and AWGN channel (the
+//! flowgraph crates/dvbs2phy/gr/dvbs2_loop.py, run with Debian's /usr/bin/python3) and back
+//! through this crate's receiver.
+//!
+//! The flowgraph is one process per MODCOD, frame size, pilots and Es/N0, kept running; frames go
+//! to it over a ZeroMQ PUSH socket (K_bch bytes, one bit each) and its IQ comes back over a PULL
+//! socket as one stream of complex64 samples, in input order. Frame k of the output is the k-th
+//! frame pushed: `PhyLoop` keeps the pushed frames in a queue, finds the first PLHEADER once and
+//! cuts the stream into PLFRAMEs. Up to `in_flight` frames are pushed ahead, so the flowgraph
+//! encodes the next frames while this thread decodes (the transmitter is several times faster
+//! than the decoder, which is then never idle). The channel's resampler holds a frame's last
+//! samples until more input comes: when the IQ stops while frames are outstanding, filler frames
+//! (zero BBFRAMEs, never decoded) push them out.
+//!
+//! ZeroMQ: the `zmq` crate (0.9), the binding of libzmq, the library gr-zeromq uses; 0.9 links
+//! Debian's libzmq (libzmq3-dev) where 0.10 compiles its own copy. The pure-Rust `zeromq` crate
+//! would bring an async runtime into a crate that is a plain loop.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::constellation::C64;
+use crate::cpu::thread_cpu_s;
+use crate::iq;
+use crate::modcod::ModCod;
+use crate::receiver::{Config, Decoder, Receiver};
+
+/// Debian's python with gnuradio (the only interpreter that imports it).
+pub const GR_PYTHON: &str = "/usr/bin/python3";
+
+/// How long the IQ may stop, frames outstanding, before a filler frame is pushed.
+const FLUSH_AFTER: Duration = Duration::from_millis(20);
+
+/// What went wrong, naming the part that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopError {
+    /// The configuration asks for something the loop cannot do (a MODCOD without this frame
+    /// size, an Es/N0 out of range, a BBFRAME of the wrong length).
+    Unsupported(String),
+    /// The flowgraph did not start, exited or stopped sending IQ.
+    FlowgraphNotRunning(String),
+    /// A ZeroMQ socket failed.
+    Zmq(String),
+    /// No PLHEADER found in the IQ.
+    Sync(String),
+}
+
+impl fmt::Display for LoopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoopError::Unsupported(m) => write!(f, "unsupported: {m}"),
+            LoopError::FlowgraphNotRunning(m) => write!(f, "GNU Radio flowgraph not running: {m}"),
+            LoopError::Zmq(m) => write!(f, "ZeroMQ: {m}"),
+            LoopError::Sync(m) => write!(f, "synchronisation: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LoopError {}
+
+fn zmq_err(what: &str) -> impl Fn(zmq::Error) -> LoopError + '_ {
+    move |e| LoopError::Zmq(format!("{what}: {e}"))
+}
+
+/// A loop's settings.
+#[derive(Debug, Clone)]
+pub struct LoopConfig {
+    pub modcod: ModCod,
+    /// The channel's Es/N0, dB (-10 to 40); also the receiver's LLR scaling.
+    pub esn0_db: f64,
+    /// The channel's noise seed.
+    pub seed: u32,
+    pub goldcode: u32,
+    pub max_iterations: usize,
+    pub decoder: Decoder,
+    /// Frames pushed ahead of the decoder (1-64).
+    pub in_flight: usize,
+    /// Also write the IQ to SIGMF.sigmf-data / SIGMF.sigmf-meta.
+    pub sigmf: Option<PathBuf>,
+    /// The flowgraph script and its interpreter.
+    pub script: PathBuf,
+    pub python: PathBuf,
+    /// How long the flowgraph may take to start, or to send IQ for a pushed frame.
+    pub timeout: Duration,
+}
+
+impl LoopConfig {
+    /// Defaults: seed 1, gold code 0, 50 iterations of the default min-sum decoder, 4 frames in
+    /// flight (enough to keep the decoder busy: the flowgraph encodes a frame several times
+    /// faster than it is decoded), the flowgraph in this crate's gr/, a 30 s timeout.
+    pub fn new(modcod: ModCod, esn0_db: f64) -> Self {
+        LoopConfig {
+            modcod,
+            esn0_db,
+            seed: 1,
+            goldcode: 0,
+            max_iterations: 50,
+            decoder: Decoder::MinSum(crate::minsum::DEFAULT_RULE),
+            in_flight: 4,
+            sigmf: None,
+            script: Path::new(env!("CARGO_MANIFEST_DIR")).join("gr/dvbs2_loop.py"),
+            python: PathBuf::from(GR_PYTHON),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    fn check(&self) -> Result<(), LoopError> {
+        if !(-10.0..=40.0).contains(&self.esn0_db) {
+            return Err(LoopError::Unsupported(format!(
+                "esn0_db {} is outside [-10, 40] dB",
+                self.esn0_db
+            )));
+        }
+        if !(1..=64).contains(&self.in_flight) {
+            return Err(LoopError::Unsupported(format!(
+                "in_flight {} is outside [1, 64] frames",
+                self.in_flight
+            )));
+        }
+        if self.goldcode > 262_141 {
+            return Err(LoopError::Unsupported(format!(
+                "goldcode {} is outside [0, 262141]",
+                self.goldcode
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Why a frame was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Erasure {
+    /// LDPC's parity checks unsatisfied after the last iteration, and BCH could not repair it.
+    LdpcNotConverged,
+    /// LDPC converged (to a wrong codeword) and BCH detected more errors than it corrects.
+    BchFailed,
+}
+
+/// One frame back from the loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopFrame {
+    /// The number `submit` returned.
+    pub seq: u64,
+    /// The BBFRAME delivered (K_bch / 8 bytes, MSB first; it may still differ from the one sent
+    /// when BCH "corrects" to a wrong codeword), or the erasure.
+    pub outcome: Result<Vec<u8>, Erasure>,
+    pub iterations: usize,
+    pub esn0_est_db: f64,
+    /// Wall and CPU time of the demapping and decoding.
+    pub decode_s: f64,
+    pub cpu_s: f64,
+}
+
+/// A frame pushed into the flowgraph.
+enum Pushed {
+    Frame(u64),
+    Filler,
+}
+
+/// A running loop: the flowgraph process, its sockets and the receiver.
+pub struct PhyLoop {
+    cfg: LoopConfig,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    dir: PathBuf,
+    push: zmq::Socket,
+    pull: zmq::Socket,
+    rx: Receiver,
+    pushed: VecDeque<Pushed>,
+    /// Received samples not yet cut into frames; `synced` once they start at a PLHEADER.
+    samples: Vec<C64>,
+    synced: bool,
+    next_seq: u64,
+}
+
+impl PhyLoop {
+    /// Starts the flowgraph and waits until it runs.
+    pub fn start(cfg: LoopConfig) -> Result<Self, LoopError> {
+        cfg.check()?;
+        let mc = cfg.modcod;
+        let dir = std::env::temp_dir().join(format!(
+            "satlab-phy-loop-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| LoopError::FlowgraphNotRunning(format!("{}: {e}", dir.display())))?;
+        let (addr_in, addr_out) = (
+            format!("ipc://{}/in", dir.display()),
+            format!("ipc://{}/out", dir.display()),
+        );
+        let ctx = zmq::Context::new();
+        let push = ctx.socket(zmq::PUSH).map_err(zmq_err("PUSH socket"))?;
+        push.bind(&addr_in).map_err(zmq_err(&addr_in))?;
+        let pull = ctx.socket(zmq::PULL).map_err(zmq_err("PULL socket"))?;
+        pull.connect(&addr_out).map_err(zmq_err(&addr_out))?;
+        let mut child = spawn(&cfg, &dir, &addr_in, &addr_out)?;
+        let stdin = child.stdin.take();
+        let mut lp = PhyLoop {
+            rx: Receiver::new(Config {
+                modcod: mc,
+                goldcode: cfg.goldcode as usize,
+                n0: Some(10f64.powf(-cfg.esn0_db / 10.0)),
+                max_iterations: cfg.max_iterations,
+                decoder: cfg.decoder,
+            }),
+            cfg,
+            child,
+            stdin,
+            dir,
+            push,
+            pull,
+            pushed: VecDeque::new(),
+            samples: Vec::new(),
+            synced: false,
+            next_seq: 0,
+        };
+        lp.wait_ready()?;
+        Ok(lp)
+    }
+
+    pub fn config(&self) -> &LoopConfig {
+        &self.cfg
+    }
+
+    /// The flowgraph's process id.
+    pub fn flowgraph_pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Frames submitted and not yet returned by `next_frame`.
+    pub fn outstanding(&self) -> usize {
+        self.pushed
+            .iter()
+            .filter(|p| matches!(p, Pushed::Frame(_)))
+            .count()
+    }
+
+    /// Pushes one BBFRAME (K_bch / 8 bytes, MSB first); returns its sequence number.
+    pub fn submit(&mut self, bbframe: &[u8]) -> Result<u64, LoopError> {
+        let kbch = self.cfg.modcod.kbch;
+        if bbframe.len() * 8 != kbch {
+            return Err(LoopError::Unsupported(format!(
+                "BBFRAME of {} bytes; {} takes K_bch / 8 = {} bytes",
+                bbframe.len(),
+                self.cfg.modcod.label(),
+                kbch / 8
+            )));
+        }
+        let bits: Vec<u8> = (0..kbch)
+            .map(|i| (bbframe[i / 8] >> (7 - i % 8)) & 1)
+            .collect();
+        self.push_bits(&bits)?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.pushed.push_back(Pushed::Frame(seq));
+        Ok(seq)
+    }
+
+    /// The oldest outstanding frame, decoded (waits for its IQ).
+    pub fn next_frame(&mut self) -> Result<LoopFrame, LoopError> {
+        if self.outstanding() == 0 {
+            return Err(LoopError::Unsupported(
+                "next_frame() with no frame submitted".into(),
+            ));
+        }
+        loop {
+            if let Some(f) = self.cut_frame()? {
+                return Ok(f);
+            }
+            self.receive()?;
+        }
+    }
+
+    fn push_bits(&mut self, bits: &[u8]) -> Result<(), LoopError> {
+        self.push
+            .send(bits, 0)
+            .map_err(zmq_err("sending a BBFRAME"))
+    }
+
+    /// Waits for the flowgraph's "ready" line (or its exit, or `timeout`).
+    fn wait_ready(&mut self) -> Result<(), LoopError> {
+        let stdout = self.child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A thread reads stdout: read_line has no timeout. It ends at "ready" or EOF.
+        std::thread::spawn(move || {
+            let ready = BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .any(|l| l.contains("\"ready\": true"));
+            let _ = tx.send(ready);
+        });
+        match rx.recv_timeout(self.cfg.timeout) {
+            Ok(true) => Ok(()),
+            Ok(false) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(self.dead("it exited while starting"))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                Err(self.dead(&format!("not ready after {:?}, killed", self.cfg.timeout)))
+            }
+        }
+    }
+
+    /// Decodes the front frame if its samples (and the next PLHEADER) are here; drops fillers.
+    fn cut_frame(&mut self) -> Result<Option<LoopFrame>, LoopError> {
+        let len = self.rx.frame_len();
+        if !self.synced {
+            // Two frames and a header: the PLHEADER correlation over two frames holds well
+            // below the lowest MODCOD's threshold.
+            if self.samples.len() < 2 * len + 90 {
+                return Ok(None);
+            }
+            self.sync()?;
+        }
+        while self.samples.len() >= len + 90 {
+            let front = self
+                .pushed
+                .pop_front()
+                .expect("samples come from pushed frames");
+            let Pushed::Frame(seq) = front else {
+                self.samples.drain(..len);
+                continue;
+            };
+            let cpu0 = thread_cpu_s();
+            let d = self
+                .rx
+                .decode_bbframe(&self.samples[..len], Some(&self.samples[len..len + 90]));
+            let cpu_s = thread_cpu_s() - cpu0;
+            self.samples.drain(..len);
+            let outcome = match (d.bch_corrected, d.ldpc_ok) {
+                (Some(_), _) => Ok(pack(&d.bits)),
+                (None, false) => Err(Erasure::LdpcNotConverged),
+                (None, true) => Err(Erasure::BchFailed),
+            };
+            return Ok(Some(LoopFrame {
+                seq,
+                outcome,
+                iterations: d.iterations,
+                esn0_est_db: d.esn0_est_db,
+                decode_s: d.decode_s,
+                cpu_s,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// Drops the samples before the first PLHEADER.
+    fn sync(&mut self) -> Result<(), LoopError> {
+        let (start, quality) = self.rx.find_start(&self.samples);
+        if quality < 0.2 {
+            return Err(LoopError::Sync(format!(
+                "no PLHEADER of {} in the first {} samples (best correlation {quality:.2}, at least 0.2 expected)",
+                self.cfg.modcod.label(),
+                self.rx.frame_len()
+            )));
+        }
+        self.samples.drain(..start);
+        self.synced = true;
+        Ok(())
+    }
+
+    /// Waits for IQ; pushes a filler frame when it stops, fails when the flowgraph is gone.
+    fn receive(&mut self) -> Result<(), LoopError> {
+        let t0 = Instant::now();
+        loop {
+            let ready = self
+                .pull
+                .poll(zmq::POLLIN, FLUSH_AFTER.as_millis() as i64)
+                .map_err(zmq_err("waiting for IQ"))?;
+            if ready > 0 {
+                let msg = self.pull.recv_bytes(0).map_err(zmq_err("receiving IQ"))?;
+                if msg.len() % 8 != 0 {
+                    return Err(LoopError::Zmq(format!(
+                        "an IQ message of {} bytes is not whole complex64 samples",
+                        msg.len()
+                    )));
+                }
+                self.samples.extend(iq::from_le_bytes(&msg));
+                return Ok(());
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Err(self.dead("it exited"));
+            }
+            if t0.elapsed() > self.cfg.timeout {
+                return Err(LoopError::FlowgraphNotRunning(format!(
+                    "no IQ for {:?} (pid {})",
+                    self.cfg.timeout,
+                    self.child.id()
+                )));
+            }
+            // All but the last frame's tail is back: the channel holds that tail until more
+            // input comes, so push a filler frame behind it.
+            let len = self.rx.frame_len();
+            if self.samples.len() + len >= self.pushed.len() * len {
+                self.push_bits(&vec![0u8; self.cfg.modcod.kbch])?;
+                self.pushed.push_back(Pushed::Filler);
+            }
+        }
+    }
+
+    /// The error for a flowgraph that has exited: its status and the end of its stderr.
+    fn dead(&mut self, what: &str) -> LoopError {
+        let status = self
+            .child
+            .wait()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|e| e.to_string());
+        let err = std::fs::read_to_string(self.dir.join("stderr")).unwrap_or_default();
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        LoopError::FlowgraphNotRunning(format!(
+            "{} {} ({what}, {status}): {}",
+            self.cfg.python.display(),
+            self.cfg.script.display(),
+            tail.join(" | ")
+        ))
+    }
+}
+
+impl Drop for PhyLoop {
+    /// Closes the flowgraph's stdin (it stops), kills it if it lingers, removes the sockets.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts the flowgraph process (stderr to DIR/stderr, read when it fails).
+fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<Child, LoopError> {
+    let mc = cfg.modcod;
+    let frame = if mc.frame == crate::FrameSize::Normal {
+        "normal"
+    } else {
+        "short"
+    };
+    let stderr = std::fs::File::create(dir.join("stderr"))
+        .map_err(|e| LoopError::FlowgraphNotRunning(format!("{}: {e}", dir.display())))?;
+    let mut cmd = Command::new(&cfg.python);
+    cmd.arg(&cfg.script)
+        .args(["--modcod", &mc.id.to_string(), "--frame", frame])
+        .args([
+            "--esn0",
+            &cfg.esn0_db.to_string(),
+            "--seed",
+            &cfg.seed.to_string(),
+        ])
+        .args([
+            "--goldcode",
+            &cfg.goldcode.to_string(),
+            "--in",
+            addr_in,
+            "--out",
+            addr_out,
+        ]);
+    if mc.pilots {
+        cmd.arg("--pilots");
+    }
+    if let Some(s) = &cfg.sigmf {
+        cmd.arg("--sigmf").arg(s);
+    }
+    // Nothing is written to stdin: it stays open while the loop lives.
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| {
+            LoopError::FlowgraphNotRunning(format!(
+                "{} {}: {e}",
+                cfg.python.display(),
+                cfg.script.display()
+            ))
+        })
+}
+
+/// Bits (one per byte) packed MSB first.
+pub fn pack(bits: &[u8]) -> Vec<u8> {
+    bits.chunks(8)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u8, |b, (i, &x)| b | (x << (7 - i)))
+        })
+        .collect()
+}
+
+/// A number unique in this process (socket directories of loops running side by side).
+fn unique() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}

@@ -1,0 +1,134 @@
+//! The PHY loop end to end: BBFRAMEs through GNU Radio's gr-dtv transmitter and gr-channels AWGN
+//! (gr/dvbs2_loop.py, Debian's /usr/bin/python3) over ZeroMQ and back through the receiver.
+//! CI-sized: short frames, a few per test (about a second each).
+
+use std::time::Duration;
+
+use dvbs2phy::loop_bench::bbframe;
+use dvbs2phy::{Erasure, FrameSize, LoopConfig, LoopError, ModCod, PhyLoop};
+
+fn config(id: u32, pilots: bool, esn0_db: f64) -> LoopConfig {
+    LoopConfig::new(ModCod::new(id, FrameSize::Short, pilots).unwrap(), esn0_db)
+}
+
+#[test]
+fn above_threshold_frames_come_back_bit_exact_in_order() {
+    // 8PSK 3/5 with pilots (QEF at 5.5 dB): 12 dB is far above the waterfall.
+    let cfg = config(12, true, 12.0);
+    let mc = cfg.modcod;
+    let mut lp = PhyLoop::start(cfg).unwrap();
+    let mut state = 7;
+    let sent: Vec<Vec<u8>> = (0..5).map(|_| bbframe(&mc, &mut state)).collect();
+    for (i, f) in sent.iter().enumerate() {
+        assert_eq!(lp.submit(f).unwrap(), i as u64);
+    }
+    for (i, f) in sent.iter().enumerate() {
+        let got = lp.next_frame().unwrap();
+        assert_eq!(got.seq, i as u64);
+        assert_eq!(got.outcome.as_ref(), Ok(f), "frame {i}");
+        assert!((got.esn0_est_db - 12.0).abs() < 1.5, "{}", got.esn0_est_db);
+    }
+    assert_eq!(lp.outstanding(), 0);
+    // One frame at a time (nothing behind it to push its tail out: the loop's fillers do).
+    let f = bbframe(&mc, &mut state);
+    lp.submit(&f).unwrap();
+    assert_eq!(lp.next_frame().unwrap().outcome, Ok(f));
+}
+
+#[test]
+fn below_threshold_frames_are_erased() {
+    // QPSK 1/2 (QEF at 1.0 dB) at -2 dB: the LDPC decoder cannot converge.
+    let cfg = config(4, false, -2.0);
+    let mc = cfg.modcod;
+    let mut lp = PhyLoop::start(cfg).unwrap();
+    let mut state = 9;
+    for _ in 0..3 {
+        lp.submit(&bbframe(&mc, &mut state)).unwrap();
+    }
+    for _ in 0..3 {
+        let got = lp.next_frame().unwrap();
+        assert_eq!(got.outcome, Err(Erasure::LdpcNotConverged));
+        assert_eq!(got.iterations, 50);
+    }
+}
+
+#[test]
+fn bad_settings_name_the_field_and_the_limit() {
+    let err = |r: Result<PhyLoop, LoopError>| r.err().expect("refused").to_string();
+    assert!(
+        ModCod::new(11, FrameSize::Short, false).is_err(),
+        "9/10 has no short frame"
+    );
+    let e = err(PhyLoop::start(config(4, false, 45.0)));
+    assert!(e.contains("esn0_db 45 is outside [-10, 40]"), "{e}");
+    let mut cfg = config(4, false, 5.0);
+    cfg.in_flight = 0;
+    let e = err(PhyLoop::start(cfg));
+    assert!(e.contains("in_flight 0 is outside [1, 64]"), "{e}");
+    let mut lp = PhyLoop::start(config(4, false, 5.0)).unwrap();
+    let e = lp.submit(&[0u8; 100]).unwrap_err().to_string();
+    assert!(e.contains("K_bch / 8 = 879 bytes"), "{e}");
+    let e = lp.next_frame().unwrap_err().to_string();
+    assert!(e.contains("no frame submitted"), "{e}");
+}
+
+#[test]
+fn a_flowgraph_that_cannot_start_is_reported() {
+    let mut cfg = config(4, false, 5.0);
+    cfg.script = "/nonexistent/dvbs2_loop.py".into();
+    let e = PhyLoop::start(cfg).err().expect("refused");
+    assert!(matches!(e, LoopError::FlowgraphNotRunning(_)), "{e:?}");
+    let e = e.to_string();
+    assert!(
+        e.contains("flowgraph not running") && e.contains("No such file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_dead_flowgraph_is_reported() {
+    let mut cfg = config(4, false, 5.0);
+    cfg.timeout = Duration::from_secs(10);
+    let mc = cfg.modcod;
+    let mut lp = PhyLoop::start(cfg).unwrap();
+    // SAFETY: kill(2) on the flowgraph process this test started.
+    assert_eq!(
+        unsafe { libc::kill(lp.flowgraph_pid() as i32, libc::SIGKILL) },
+        0
+    );
+    let mut state = 1;
+    lp.submit(&bbframe(&mc, &mut state)).unwrap();
+    let e = lp.next_frame().unwrap_err();
+    assert!(matches!(e, LoopError::FlowgraphNotRunning(_)), "{e:?}");
+    assert!(e.to_string().contains("it exited"), "{e}");
+}
+
+#[test]
+fn sigmf_recording() {
+    let dir = std::env::temp_dir().join(format!("dvbs2phy-sigmf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = dir.join("loop");
+    let mut cfg = config(4, false, 10.0);
+    cfg.sigmf = Some(base.clone());
+    let mc = cfg.modcod;
+    let mut lp = PhyLoop::start(cfg).unwrap();
+    let mut state = 3;
+    let f = bbframe(&mc, &mut state);
+    lp.submit(&f).unwrap();
+    assert_eq!(lp.next_frame().unwrap().outcome, Ok(f));
+    drop(lp); // the flowgraph stops and closes the file
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base.with_extension("sigmf-meta")).unwrap())
+            .unwrap();
+    assert_eq!(meta["global"]["core:datatype"], "cf32_le");
+    assert_eq!(meta["captures"][0]["core:sample_start"], 0);
+    let data = std::fs::metadata(base.with_extension("sigmf-data"))
+        .unwrap()
+        .len();
+    // At least the frame (and a filler that pushed its tail out), 8 bytes a sample.
+    assert!(
+        data >= 8 * mc.frame_symbols() as u64 && data.is_multiple_of(8),
+        "{data}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,39 @@
+"""`satlab-phy --loop-bench`: the PHY loop (crates/dvbs2phy/src/phy_loop.rs) from the command line,
+BBFRAMEs through the GNU Radio flowgraph (crates/dvbs2phy/gr/dvbs2_loop.py) over ZeroMQ and back
+through the receiver. CI-sized: a few short frames (about 2 s). The loop's own tests (bit-exact
+frames, erasures, dead flowgraph, SigMF) are crates/dvbs2phy/tests/phy_loop.rs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RX = ROOT / "target" / "release" / "satlab-phy"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    assert RX.exists(), f"{RX} is missing: cargo build --release"
+    return subprocess.run(
+        [str(RX), "--loop-bench", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_loop_bench_prints_the_rates() -> None:
+    r = bench("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--frames", "8")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["label"] == "8PSK 3/5" and out["frames"] == 8
+    assert out["ok"] == 8 and out["ldpc_not_converged"] == out["bch_failed"] == 0
+    assert out["frames_per_s"] > 0 and out["decoder_frames_per_cpu_s"] > 0
+    # Useful rate: the data field (K_bch - 80 = 9472 bits) of every frame over the wall time.
+    assert abs(out["useful_mbit_per_s"] * 1e6 * out["wall_s"] - 8 * 9472) < 1
+
+
+def test_loop_bench_refuses_what_it_cannot_run() -> None:
+    r = bench("--modcod", "11", "--frame", "short", "--esn0", "5")
+    assert r.returncode == 2
+    assert "modcod 11 (QPSK 9/10) has no short frame" in r.stderr
+    r = bench("--modcod", "4", "--frame", "short")
+    assert r.returncode == 2 and "--esn0" in r.stderr
