@@ -576,49 +576,79 @@ fn per_direction(
     st.iter().map(|s| (s.direction.as_str(), f(s))).collect()
 }
 
+/// The link model's counters (`Counters`), one series per direction.
+const DIRECTION_COUNTERS: [CounterDef; 8] = [
+    (
+        "offered_packets_total",
+        "Packets offered to the link (after segmentation).",
+        |c| c.offered_packets,
+    ),
+    (
+        "delivered_packets_total",
+        "Packets delivered to the far port.",
+        |c| c.delivered_packets,
+    ),
+    (
+        "delivered_bytes_total",
+        "Bytes delivered to the far port.",
+        |c| c.delivered_bytes,
+    ),
+    (
+        "queue_drops_total",
+        "Packets dropped by the full queue.",
+        |c| c.queue_drops,
+    ),
+    ("frame_erasures_total", "BBFrames / bursts erased.", |c| {
+        c.frame_erasures
+    }),
+    (
+        "erased_packets_total",
+        "Packets lost with erased frames.",
+        |c| c.erased_packets,
+    ),
+    (
+        "corrupted_packets_total",
+        "Packets hit by bit errors.",
+        |c| c.corrupted_packets,
+    ),
+    (
+        "reordered_packets_total",
+        "Packets that overtook or were overtaken.",
+        |c| c.reordered_packets,
+    ),
+];
+
+/// The link's state, one gauge per direction.
+const DIRECTION_GAUGES: [GaugeDef; 8] = [
+    ("esn0_db", "Es/N0 at the receiver, dB.", |s| s.esn0_db),
+    ("attenuation_db", "Total attenuation, dB.", |s| {
+        s.attenuation_db
+    }),
+    (
+        "modcod_id",
+        "MODCOD in use (0 for a fixed-rate link).",
+        |s| s.modcod.as_ref().map_or(0.0, |m| f64::from(m.id)),
+    ),
+    (
+        "useful_rate_bps",
+        "Useful bit rate of the link, bit/s.",
+        |s| s.useful_rate_bps,
+    ),
+    ("delay_ms", "One-way propagation delay, ms.", |s| s.delay_ms),
+    ("ber", "Average bit error rate of the error model.", |s| {
+        s.ber
+    }),
+    ("queue_packets", "Packets in the queue.", |s| {
+        s.queue_packets as f64
+    }),
+    ("queue_bytes", "Bytes in the queue.", |s| {
+        s.queue_bytes as f64
+    }),
+];
+
 /// The link model's counters and gauges, per direction.
 fn direction_metrics(o: &mut String, st: [&DirectionStatus; 2]) {
-    let counters: [CounterDef; 8] = [
-        (
-            "offered_packets_total",
-            "Packets offered to the link (after segmentation).",
-            |c| c.offered_packets,
-        ),
-        (
-            "delivered_packets_total",
-            "Packets delivered to the far port.",
-            |c| c.delivered_packets,
-        ),
-        (
-            "delivered_bytes_total",
-            "Bytes delivered to the far port.",
-            |c| c.delivered_bytes,
-        ),
-        (
-            "queue_drops_total",
-            "Packets dropped by the full queue.",
-            |c| c.queue_drops,
-        ),
-        ("frame_erasures_total", "BBFrames / bursts erased.", |c| {
-            c.frame_erasures
-        }),
-        (
-            "erased_packets_total",
-            "Packets lost with erased frames.",
-            |c| c.erased_packets,
-        ),
-        (
-            "corrupted_packets_total",
-            "Packets hit by bit errors.",
-            |c| c.corrupted_packets,
-        ),
-        (
-            "reordered_packets_total",
-            "Packets that overtook or were overtaken.",
-            |c| c.reordered_packets,
-        ),
-    ];
-    for (name, help, f) in counters {
+    for (name, help, f) in DIRECTION_COUNTERS {
         metric(
             o,
             name,
@@ -627,33 +657,7 @@ fn direction_metrics(o: &mut String, st: [&DirectionStatus; 2]) {
             &per_direction(st, |s| f(&s.counters) as f64),
         );
     }
-    let gauges: [GaugeDef; 8] = [
-        ("esn0_db", "Es/N0 at the receiver, dB.", |s| s.esn0_db),
-        ("attenuation_db", "Total attenuation, dB.", |s| {
-            s.attenuation_db
-        }),
-        (
-            "modcod_id",
-            "MODCOD in use (0 for a fixed-rate link).",
-            |s| s.modcod.as_ref().map_or(0.0, |m| f64::from(m.id)),
-        ),
-        (
-            "useful_rate_bps",
-            "Useful bit rate of the link, bit/s.",
-            |s| s.useful_rate_bps,
-        ),
-        ("delay_ms", "One-way propagation delay, ms.", |s| s.delay_ms),
-        ("ber", "Average bit error rate of the error model.", |s| {
-            s.ber
-        }),
-        ("queue_packets", "Packets in the queue.", |s| {
-            s.queue_packets as f64
-        }),
-        ("queue_bytes", "Bytes in the queue.", |s| {
-            s.queue_bytes as f64
-        }),
-    ];
-    for (name, help, f) in gauges {
+    for (name, help, f) in DIRECTION_GAUGES {
         metric(o, name, "gauge", help, &per_direction(st, f));
     }
 }

@@ -261,17 +261,14 @@ impl DirThread {
                     0
                 }
             };
+            let mut ingest = Ingest {
+                model: &mut self.model,
+                pool: &mut self.pool,
+                stats: &self.stats,
+                trunk: self.trunk.as_deref(),
+            };
             for i in 0..n {
-                let t = ingest(
-                    &mut self.rx,
-                    i,
-                    &times,
-                    &mut self.model,
-                    &mut self.pool,
-                    &self.stats,
-                    self.trunk.as_deref(),
-                );
-                latest = latest.max(t);
+                latest = latest.max(ingest.received(&mut self.rx, i, &times));
             }
             total += n;
             backed_up = n == BATCH;
@@ -667,91 +664,108 @@ impl RxTimes {
     }
 }
 
-/// Turns one received frame into wire-sized, checksum-complete frames offered to the model;
-/// returns the time it was offered at.
-#[allow(clippy::too_many_arguments)]
-fn ingest(
-    rx: &mut RxPort,
-    i: usize,
-    times: &RxTimes,
-    model: &mut Model,
-    pool: &mut Vec<Vec<u8>>,
-    stats: &PortStats,
-    trunk: Option<&StVlans>,
-) -> u64 {
-    let Some(f) = rx.frame(i) else {
-        stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
-        return times.not_before;
-    };
-    let now = times.of(f.rx_realtime_ns);
-    ingest_frame(f, now, model, pool, stats, trunk);
-    now
+/// What a direction thread's receive path writes to: the model frames are offered to, the
+/// buffer pool, the port counters, and the st port's VLAN trunk when it is one.
+struct Ingest<'a> {
+    model: &'a mut Model,
+    pool: &'a mut Vec<Vec<u8>>,
+    stats: &'a PortStats,
+    trunk: Option<&'a StVlans>,
 }
 
-/// The port-independent part of [`ingest`].
-fn ingest_frame(
-    mut f: RxFrame<'_>,
-    now: u64,
-    model: &mut Model,
-    pool: &mut Vec<Vec<u8>>,
-    stats: &PortStats,
-    trunk: Option<&StVlans>,
-) {
-    stats.rx_frames.fetch_add(1, Ordering::Relaxed);
-    stats
-        .rx_bytes
-        .fetch_add(f.data.len() as u64, Ordering::Relaxed);
-    if let Some(trunk) = trunk {
-        // The terminal is known here (a return link attributing frames by port would take it).
-        let Some((_terminal, inline)) = trunk.admit(f.vlan, f.data) else {
+impl Ingest<'_> {
+    /// Turns frame `i` of the port's last batch into wire-sized, checksum-complete frames offered
+    /// to the model; returns the time it was offered at.
+    fn received(&mut self, rx: &mut RxPort, i: usize, times: &RxTimes) -> u64 {
+        let Some(f) = rx.frame(i) else {
+            self.stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+            return times.not_before;
+        };
+        let now = times.of(f.rx_realtime_ns);
+        self.frame(f, now);
+        now
+    }
+
+    /// The port-independent part of [`Ingest::received`], in the order a frame meets them:
+    /// counting, the VLAN trunk, then GSO segmentation or checksum completion.
+    fn frame(&mut self, mut f: RxFrame<'_>, now: u64) {
+        self.stats.rx_frames.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .rx_bytes
+            .fetch_add(f.data.len() as u64, Ordering::Relaxed);
+        if let Some(trunk) = self.trunk {
+            if !untag(trunk, &mut f) {
+                return;
+            }
+        }
+        if f.vnet.is_gso() {
+            self.segments(&f, now);
+        } else if self.checksum_complete(&mut f) {
+            let mut v = take(self.pool);
+            match f.vlan {
+                Some(t) => {
+                    v.extend_from_slice(&f.data[..12]);
+                    v.extend_from_slice(&t.tpid.to_be_bytes());
+                    v.extend_from_slice(&t.tci().to_be_bytes());
+                    v.extend_from_slice(&f.data[12..]);
+                }
+                None => v.extend_from_slice(f.data),
+            }
+            self.model.enqueue(now, v);
+        }
+    }
+
+    /// Offers each wire-sized segment of a GSO super-packet (a malformed one is counted invalid).
+    fn segments(&mut self, f: &RxFrame<'_>, now: u64) {
+        let Ok(g) = Gso::new(f.data, &f.vnet) else {
+            self.stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        f.vlan = None;
-        if inline {
-            let data = std::mem::take(&mut f.data);
-            let n = data.len() - ethernet::VLAN_TAG_LEN;
-            f.data = &mut data[..n];
+        self.stats.gso_superpackets.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .gso_segments
+            .fetch_add(g.count() as u64, Ordering::Relaxed);
+        for s in 0..g.count() {
+            let mut v = take(self.pool);
+            g.write_segment(s, &mut v);
+            with_vlan(&mut v, f.vlan);
+            self.model.enqueue(now, v);
         }
     }
-    if f.vnet.is_gso() {
-        match Gso::new(f.data, &f.vnet) {
-            Ok(g) => {
-                stats.gso_superpackets.fetch_add(1, Ordering::Relaxed);
-                stats
-                    .gso_segments
-                    .fetch_add(g.count() as u64, Ordering::Relaxed);
-                for s in 0..g.count() {
-                    let mut v = take(pool);
-                    g.write_segment(s, &mut v);
-                    with_vlan(&mut v, f.vlan);
-                    model.enqueue(now, v);
-                }
-            }
-            Err(_) => {
-                stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
-            }
+
+    /// Completes a checksum the sender left partial; false (counted invalid): drop the frame.
+    fn checksum_complete(&mut self, f: &mut RxFrame<'_>) -> bool {
+        if !f.vnet.needs_csum() {
+            return true;
         }
-        return;
-    }
-    if f.vnet.needs_csum() {
         if offload::complete_if_partial(f.data, &f.vnet).is_ok() {
-            stats.csum_completed.fetch_add(1, Ordering::Relaxed);
+            self.stats.csum_completed.fetch_add(1, Ordering::Relaxed);
+            true
         } else {
-            stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
-            return;
+            self.stats.rx_invalid.fetch_add(1, Ordering::Relaxed);
+            false
         }
     }
-    let mut v = take(pool);
-    match f.vlan {
-        Some(t) => {
-            v.extend_from_slice(&f.data[..12]);
-            v.extend_from_slice(&t.tpid.to_be_bytes());
-            v.extend_from_slice(&t.tci().to_be_bytes());
-            v.extend_from_slice(&f.data[12..]);
-        }
-        None => v.extend_from_slice(f.data),
+}
+
+/// Admits a frame received on the st port as a VLAN trunk and takes its tag off; false: its VID
+/// is no terminal's, or it is untagged (dropped, counted by the trunk).
+///
+/// The terminal `admit` finds is not passed on: the return link is either one shared link, or a
+/// DVB-RCS2 return beam (`return.dama`) that finds a frame's terminal by its source prefix
+/// (`forward.beam.terminals[].prefixes`), so the VID only decides whether the frame is admitted
+/// and which terminal's receive counter it adds to.
+fn untag(trunk: &StVlans, f: &mut RxFrame<'_>) -> bool {
+    let Some((_terminal, inline)) = trunk.admit(f.vlan, f.data) else {
+        return false;
+    };
+    f.vlan = None;
+    if inline {
+        let data = std::mem::take(&mut f.data);
+        let n = data.len() - ethernet::VLAN_TAG_LEN;
+        f.data = &mut data[..n];
     }
-    model.enqueue(now, v);
+    true
 }
 
 #[cfg(test)]
@@ -834,7 +848,13 @@ mod tests {
             vlan: None,
             rx_realtime_ns: None,
         };
-        ingest_frame(rx, 0, m, pool, stats, None);
+        Ingest {
+            model: m,
+            pool,
+            stats,
+            trunk: None,
+        }
+        .frame(rx, 0);
     }
 
     fn check_tcp(frame: &[u8], vlan: bool) -> (u32, usize) {
@@ -872,7 +892,13 @@ mod tests {
             vlan: Some(tag),
             rx_realtime_ns: None,
         };
-        ingest_frame(rx, 0, &mut m, &mut pool, &stats, None);
+        Ingest {
+            model: &mut m,
+            pool: &mut pool,
+            stats: &stats,
+            trunk: None,
+        }
+        .frame(rx, 0);
         let out = drain(&mut m);
         assert_eq!(out.len(), 3);
         let segs: Vec<(u32, usize)> = out.iter().map(|f| check_tcp(f, true)).collect();

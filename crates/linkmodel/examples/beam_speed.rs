@@ -18,6 +18,7 @@
 use std::process::Command;
 use std::time::Instant;
 
+use linkmodel::testkit::beam_terminals_yaml;
 use linkmodel::{Dir, LinkConfig, Model, Outcome};
 
 /// The forward link of `n` terminals (`n` = 1: no beam), terminal k behind 10.k/256.k%256.0/24,
@@ -27,24 +28,14 @@ fn config(n: usize, rain: bool) -> LinkConfig {
     if n == 1 {
         return LinkConfig::from_yaml_str(&format!("forward: {{{base}}}")).expect("config");
     }
-    let terms: Vec<String> = (0..n)
-        .map(|k| {
-            let rain = if rain && k % 2 == 1 {
-                ", attenuation: {type: constant, value_db: 6}"
-            } else {
-                ""
-            };
-            format!(
-                "{{name: t{k}, prefixes: [10.{}.{}.0/24]{rain}}}",
-                k / 256,
-                k % 256
-            )
-        })
-        .collect();
-    let yaml = format!(
-        "forward: {{{base}, beam: {{terminals: [{}]}}}}",
-        terms.join(", ")
-    );
+    let terms = beam_terminals_yaml(n, |k| {
+        if rain && k % 2 == 1 {
+            ", attenuation: {type: constant, value_db: 6}"
+        } else {
+            ""
+        }
+    });
+    let yaml = format!("forward: {{{base}, beam: {{terminals: [{terms}]}}}}");
     LinkConfig::from_yaml_str(&yaml).expect("config")
 }
 

@@ -11,26 +11,18 @@
 
 use std::time::Instant;
 
+use linkmodel::testkit::beam_terminals_yaml;
 use linkmodel::{Dir, LinkConfig, Model, Outcome};
 
 const SF_NS: f64 = 26.5e6;
 const MS: u64 = 1_000_000;
 
 fn config(n: usize) -> LinkConfig {
-    let terms: Vec<String> = (0..n)
-        .map(|k| {
-            format!(
-                "{{name: t{k}, prefixes: [10.{}.{}.0/24]}}",
-                k / 256,
-                k % 256
-            )
-        })
-        .collect();
     let yaml = format!(
         "forward: {{delay_ms: 250, beam: {{terminals: [{}]}}}}\n\
          return: {{delay_ms: 250, acm: {{mode: ccm, modcod: 7}}, \
          dama: {{carriers: 16, cra_kbps: 0, rbdc_max_kbps: 1024}}}}",
-        terms.join(", ")
+        beam_terminals_yaml(n, |_| "")
     );
     LinkConfig::from_yaml_str(&yaml).expect("config")
 }

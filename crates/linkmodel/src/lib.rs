@@ -71,6 +71,9 @@ pub mod control;
 pub mod records;
 mod types;
 
+#[doc(hidden)]
+pub mod testkit;
+
 pub use config::{ConfigError, DirectionConfig, LinkConfig};
 pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;

@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{
     check_range, AcmMode, AttenuationConfig, AttenuationKind, BitErrorModel, ConfigError,
-    ContentionConfig, DirectionConfig, FlowRule, LinkConfig, LinkKind, QueueConfig, MAX_CLASSES,
+    ContentionConfig, DamaConfig, DirectionConfig, FlowRule, LinkConfig, LinkKind, QueueConfig,
+    MAX_CLASSES,
 };
 use crate::direction::LinkSetup;
 use crate::types::Dir;
@@ -456,66 +457,7 @@ impl DirectionConfig {
             return Ok(());
         };
         let dp = format!("{p}.dama");
-        check_range(&format!("{dp}.carriers"), d.carriers, 1, 4096, "")?;
-        check_range(
-            &format!("{dp}.timeslots_per_frame"),
-            d.timeslots_per_frame,
-            1,
-            100_000,
-            "",
-        )?;
-        check_f64(
-            &format!("{dp}.frame_duration_ms"),
-            d.frame_duration_ms,
-            0.1,
-            1000.0,
-            " ms",
-        )?;
-        check_range(
-            &format!("{dp}.frames_per_superframe"),
-            d.frames_per_superframe,
-            1,
-            1000,
-            "",
-        )?;
-        check_f64(&format!("{dp}.cra_kbps"), d.cra_kbps, 0.0, 1e7, " kbit/s")?;
-        check_f64(
-            &format!("{dp}.rbdc_max_kbps"),
-            d.rbdc_max_kbps,
-            0.0,
-            1e7,
-            " kbit/s",
-        )?;
-        check_range(
-            &format!("{dp}.rbdc_timeout_superframes"),
-            d.rbdc_timeout_superframes,
-            1,
-            100_000,
-            " superframes",
-        )?;
-        check_range(
-            &format!("{dp}.vbdc_max_bytes"),
-            d.vbdc_max_bytes,
-            0,
-            1_000_000_000,
-            " bytes",
-        )?;
-        if let Some(n) = d.request_delay_superframes {
-            check_range(
-                &format!("{dp}.request_delay_superframes"),
-                n,
-                1,
-                100_000,
-                " superframes",
-            )?;
-        }
-        check_range(
-            &format!("{dp}.scheduling_delay_superframes"),
-            d.scheduling_delay_superframes,
-            0,
-            1000,
-            " superframes",
-        )?;
+        validate_dama_bounds(d, &dp)?;
         if let Some(c) = &d.contention {
             validate_contention(c, &format!("{dp}.contention"))?;
         }
@@ -617,6 +559,71 @@ impl AttenuationConfig {
         }
         Ok(())
     }
+}
+
+/// `dama` (at `dp`): the bounds of its numbers, the MF-TDMA pool's first.
+fn validate_dama_bounds(d: &DamaConfig, dp: &str) -> Result<(), ConfigError> {
+    check_range(&format!("{dp}.carriers"), d.carriers, 1, 4096, "")?;
+    check_range(
+        &format!("{dp}.timeslots_per_frame"),
+        d.timeslots_per_frame,
+        1,
+        100_000,
+        "",
+    )?;
+    check_f64(
+        &format!("{dp}.frame_duration_ms"),
+        d.frame_duration_ms,
+        0.1,
+        1000.0,
+        " ms",
+    )?;
+    check_range(
+        &format!("{dp}.frames_per_superframe"),
+        d.frames_per_superframe,
+        1,
+        1000,
+        "",
+    )?;
+    check_f64(&format!("{dp}.cra_kbps"), d.cra_kbps, 0.0, 1e7, " kbit/s")?;
+    check_f64(
+        &format!("{dp}.rbdc_max_kbps"),
+        d.rbdc_max_kbps,
+        0.0,
+        1e7,
+        " kbit/s",
+    )?;
+    check_range(
+        &format!("{dp}.rbdc_timeout_superframes"),
+        d.rbdc_timeout_superframes,
+        1,
+        100_000,
+        " superframes",
+    )?;
+    check_range(
+        &format!("{dp}.vbdc_max_bytes"),
+        d.vbdc_max_bytes,
+        0,
+        1_000_000_000,
+        " bytes",
+    )?;
+    if let Some(n) = d.request_delay_superframes {
+        check_range(
+            &format!("{dp}.request_delay_superframes"),
+            n,
+            1,
+            100_000,
+            " superframes",
+        )?;
+    }
+    check_range(
+        &format!("{dp}.scheduling_delay_superframes"),
+        d.scheduling_delay_superframes,
+        0,
+        1000,
+        " superframes",
+    )?;
+    Ok(())
 }
 
 /// `dama.contention` (at `cp`): every bound.

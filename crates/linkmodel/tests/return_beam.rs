@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use linkmodel::testkit::beam_terminals_yaml;
 use linkmodel::{Dir, Model, Outcome, TerminalStatus};
 
 mod common;
@@ -12,21 +13,12 @@ use common::{cfg, err, MS};
 /// QPSK 5/6 (107-byte slots), 20 ms each way (a request round trip of 3 superframes), DAMA
 /// `dama` (YAML flow mapping entries) with 26.5 ms superframes.
 fn beam_yaml(n: usize, dama: &str) -> String {
-    let terminals: Vec<String> = (0..n)
-        .map(|k| {
-            format!(
-                "{{name: t{k}, prefixes: [10.{}.{}.0/24]}}",
-                k / 256,
-                k % 256
-            )
-        })
-        .collect();
     format!(
         "forward: {{delay_ms: 20, beam: {{terminals: [{}]}}}}\n\
          return: {{delay_ms: 20, acm: {{mode: ccm, modcod: 7}},\n  \
          queue: {{limit_packets: 10000, limit_bytes: 20000000}},\n  \
          dama: {{{dama}}}}}",
-        terminals.join(", ")
+        beam_terminals_yaml(n, |_| "")
     )
 }
 
