@@ -129,6 +129,63 @@ async def _lifespan(_: FastAPI) -> AsyncIterator[None]:
             janitor.stop()
 
 
+def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
+    errors = getattr(exc, "errors", None) or []
+    return JSONResponse(
+        status_code=exc.status,
+        content={"detail": exc.detail, "errors": errors},
+        headers=exc.headers,
+    )
+
+
+def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    lines = [f"{_field(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+    return JSONResponse(status_code=422, content={"detail": "\n".join(lines), "errors": lines})
+
+
+def _data_error(_: Request, exc: DataError) -> JSONResponse:
+    # Values PostgreSQL refuses (NUL characters, numbers out of range) are the client's.
+    msg = str(exc.orig or exc).splitlines()[0]
+    return JSONResponse(status_code=422, content={"detail": f"(request): {msg}", "errors": [msg]})
+
+
+def health() -> JSONResponse:
+    """Service liveness and database reachability; 503 when the database is down."""
+    try:
+        pg = db.server_version()
+    except SQLAlchemyError as exc:
+        return JSONResponse(
+            status_code=503,
+            content={
+                "status": "degraded",
+                "database": "unreachable",
+                "detail": str(exc.__cause__ or exc).splitlines()[0],
+                "version": __version__,
+            },
+        )
+    return JSONResponse({"status": "ok", "database": "ok", "postgres": pg, "version": __version__})
+
+
+def _openapi_with_bearer(app: FastAPI) -> dict[str, object]:
+    """The generated document with bearer authentication on every operation but the health."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer"}
+        }
+        for path, ops in schema["paths"].items():
+            if path != "/api/health":
+                for op in ops.values():
+                    op["security"] = [{"bearer": []}]
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
         lifespan=_lifespan,
@@ -138,48 +195,10 @@ def create_app() -> FastAPI:
         "Authenticate with `Authorization: Bearer <token>` (see docs/api.md).",
     )
     app.add_middleware(BodyLimit, max_bytes=get_settings().max_request_bytes)
-
-    @app.exception_handler(ServiceError)
-    def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        errors = getattr(exc, "errors", None) or []
-        return JSONResponse(
-            status_code=exc.status,
-            content={"detail": exc.detail, "errors": errors},
-            headers=exc.headers,
-        )
-
-    @app.exception_handler(RequestValidationError)
-    def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        lines = [f"{_field(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
-        return JSONResponse(status_code=422, content={"detail": "\n".join(lines), "errors": lines})
-
-    @app.exception_handler(DataError)
-    def data_error(_: Request, exc: DataError) -> JSONResponse:
-        # Values PostgreSQL refuses (NUL characters, numbers out of range) are the client's.
-        msg = str(exc.orig or exc).splitlines()[0]
-        return JSONResponse(
-            status_code=422, content={"detail": f"(request): {msg}", "errors": [msg]}
-        )
-
-    @app.get("/api/health", tags=["system"])
-    def health() -> JSONResponse:
-        """Service liveness and database reachability; 503 when the database is down."""
-        try:
-            pg = db.server_version()
-        except SQLAlchemyError as exc:
-            return JSONResponse(
-                status_code=503,
-                content={
-                    "status": "degraded",
-                    "database": "unreachable",
-                    "detail": str(exc.__cause__ or exc).splitlines()[0],
-                    "version": __version__,
-                },
-            )
-        return JSONResponse(
-            {"status": "ok", "database": "ok", "postgres": pg, "version": __version__}
-        )
-
+    app.exception_handler(ServiceError)(_service_error)
+    app.exception_handler(RequestValidationError)(_validation_error)
+    app.exception_handler(DataError)(_data_error)
+    app.add_api_route("/api/health", health, methods=["GET"], tags=["system"])
     for module in (
         scenarios,
         experiments,
@@ -192,26 +211,7 @@ def create_app() -> FastAPI:
         boxes,
     ):
         app.include_router(module.router)
-
-    def openapi() -> dict[str, object]:
-        if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
-            schema.setdefault("components", {})["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer"}
-            }
-            for path, ops in schema["paths"].items():
-                if path != "/api/health":
-                    for op in ops.values():
-                        op["security"] = [{"bearer": []}]
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi_with_bearer(app)  # type: ignore[method-assign]
 
     web = get_settings().web_dist
     if (web / "index.html").is_file():

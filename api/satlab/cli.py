@@ -76,15 +76,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     runs = expand_runs(sc)
     links = [json.loads(x) for x in {json.dumps(r.link, sort_keys=True) for r in runs}]
+    # every link's backend first, then every link against the emulator's own check
     try:
         for link in links:
             check_before_testbed(link)
+        for link in links:
+            check_link(link)
     except BackendUnavailable as err:
         console.print(f"[red]scenario {args.scenario}:[/red] {err}")
         return 2
-    try:
-        for link in links:
-            check_link(link)
     except LinkConfigError as err:
         console.print(f"[red]scenario {args.scenario}: the emulator refuses the link:[/red]\n{err}")
         return 2

@@ -11,7 +11,7 @@ short code (15 characters at most, TCP_CA_NAME_MAX).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # eten_stats indexes (endhosts/bpf/eten.bpf.c enum eten_stat), in order.
 ETEN_STATS = (
@@ -104,6 +104,39 @@ class Scheme:
     description: str = ""
 
 
+# The two CETEN and the two IP-ERN schemes are one program each, compiled once and configured
+# per variant (ceten_config.variant, ern_config.base).
+_CETEN = Scheme(
+    "sl_ceten",
+    "ceten",
+    "ceten.bpf.o",
+    "sl_ceten",
+    cgroup=True,
+    receiver_too=True,
+    ceten_variant=0,
+    needs_gateway="ceten",
+    stats_map="ceten_stats",
+    stats=CETEN_STATS,
+    description="CETEN (ETEN report section 4): path survival probabilities in a TCP "
+    "option; each loss is congestion with probability p_cong / (p_cong + p_corr)",
+)
+_ERN = Scheme(
+    "sl_ern",
+    "ern",
+    "ern.bpf.o",
+    "sl_ern",
+    cgroup=True,
+    receiver_too=True,
+    needs_gateway="ern",
+    needs_no_timestamps=True,
+    ern_base=0,
+    stats_map="ern_stats",
+    stats=ERN_STATS,
+    description="IP-ERN (Lopez-Pacheco et al. 2012): capability option on SYN/SYN-ACK, "
+    "the receiver echoes the ERN router's XCP feedback, the sender uses "
+    "min(cwnd_tcp, cwnd_ern) with CUBIC as cwnd_tcp; plain CUBIC when not negotiated",
+)
+
 # The project's own eBPF schemes by congestion_control name (catalog.SCHEME_PRESETS, the scenario
 # configurations the UI offers, is another list: presets that may use these or the kernel's).
 PROJECT_SCHEMES: dict[str, Scheme] = {
@@ -139,62 +172,21 @@ PROJECT_SCHEMES: dict[str, Scheme] = {
             description="Oracle ETEN (report section 2): the emulator tells the sender at once "
             "and without loss; the upper bound of per-packet ETEN",
         ),
-        Scheme(
-            "sl_ceten",
-            "ceten",
-            "ceten.bpf.o",
-            "sl_ceten",
-            cgroup=True,
-            receiver_too=True,
-            ceten_variant=0,
-            needs_gateway="ceten",
-            stats_map="ceten_stats",
-            stats=CETEN_STATS,
-            description="CETEN (ETEN report section 4): path survival probabilities in a TCP "
-            "option; each loss is congestion with probability p_cong / (p_cong + p_corr)",
-        ),
-        Scheme(
-            "sl_ceten_lf",
-            "cetenlf",
-            "ceten.bpf.o",
-            "sl_ceten",
-            cgroup=True,
-            receiver_too=True,
+        _CETEN,
+        replace(
+            _CETEN,
+            name="sl_ceten_lf",
+            short="cetenlf",
             ceten_variant=1,
-            needs_gateway="ceten",
-            stats_map="ceten_stats",
-            stats=CETEN_STATS,
             description="CETEN, loss-fraction variant: congestion with probability "
             "(1 - p_cong) / ((1 - p_cong) + (1 - p_corr))",
         ),
-        Scheme(
-            "sl_ern",
-            "ern",
-            "ern.bpf.o",
-            "sl_ern",
-            cgroup=True,
-            receiver_too=True,
-            needs_gateway="ern",
-            needs_no_timestamps=True,
-            ern_base=0,
-            stats_map="ern_stats",
-            stats=ERN_STATS,
-            description="IP-ERN (Lopez-Pacheco et al. 2012): capability option on SYN/SYN-ACK, "
-            "the receiver echoes the ERN router's XCP feedback, the sender uses "
-            "min(cwnd_tcp, cwnd_ern) with CUBIC as cwnd_tcp; plain CUBIC when not negotiated",
-        ),
-        Scheme(
-            "sl_ern_reno",
-            "ernreno",
-            "ern.bpf.o",
-            "sl_ern",
-            cgroup=True,
-            receiver_too=True,
-            needs_gateway="ern",
-            needs_no_timestamps=True,
+        _ERN,
+        replace(
+            _ERN,
+            name="sl_ern_reno",
+            short="ernreno",
             ern_base=1,
-            stats_map="ern_stats",
-            stats=ERN_STATS,
             description="IP-ERN with NewReno as cwnd_tcp (the base of sl_newreno)",
         ),
         Scheme(

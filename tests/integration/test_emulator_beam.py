@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 
 import pytest
 from emuconfig import EmulatorFactory
 from linkcalc import ETH_HEADER, UDP_IP_HEADERS, frame_time_s
 from netns import MAC_GW, MAC_ST, Topology
-from traffic import send_udp, udp_receiver
+from traffic import UdpFlow, send_udp, udp_receiver, udp_senders
 
 from satlab.testbed.topology import socket_in_netns
 
@@ -64,18 +63,9 @@ def test_two_terminals_share_the_carrier_round_robin(
         udp_receiver(topo, topo.st, 5001) as rx_clear,
         udp_receiver(topo, topo.st, 5002) as rx_faded,
     ):
-        senders = [
-            threading.Thread(
-                target=send_udp,
-                args=(topo, topo.gw, ip, port, int(SEND_S * 8e6 / 1500 / 8), PAYLOAD, 8e6),
-            )
-            for ip, port in ((topo.st_ip, 5001), (FADED_IP, 5002))
-        ]
-        t0 = time.monotonic()
-        for s in senders:
-            s.start()
-        for s in senders:
-            s.join()
+        flows = [UdpFlow(topo.st_ip, 5001, 8e6), UdpFlow(FADED_IP, 5002, 8e6)]
+        with udp_senders(topo, topo.gw, flows, SEND_S, PAYLOAD) as t0:
+            pass
         t1 = time.monotonic()
         st = emu.status()["forward"]
         rates = [

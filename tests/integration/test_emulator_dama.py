@@ -11,7 +11,6 @@ Ethernet rate is 1514 / 1570 = 0.964 x the grant.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 from emuconfig import EmulatorFactory
 from linkcalc import ETH_HEADER, UDP_IP_HEADERS
 from netns import Topology
-from traffic import UdpReceiver, send_udp, tcp_transfer, udp_receiver
+from traffic import UdpFlow, UdpReceiver, send_udp, tcp_transfer, udp_receiver, udp_senders
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -190,27 +189,18 @@ def test_two_terminals_share_the_return_pool_each_with_its_own_requests(
         },
     )
     send_s = 3.0
-    offered = {"a": (topo.st_ip, 5001, 600e3), "b": (SECOND_IP, 5002, 2e6)}
+    offered = [
+        UdpFlow(topo.gw_ip, 5001, 600e3, src=topo.st_ip),
+        UdpFlow(topo.gw_ip, 5002, 2e6, src=SECOND_IP),
+    ]
     with (
         udp_receiver(topo, topo.gw, 5001) as rx_a,
         udp_receiver(topo, topo.gw, 5002) as rx_b,
     ):
-        senders = [
-            threading.Thread(
-                target=send_udp,
-                args=(topo, topo.st, topo.gw_ip, port, int(send_s * rate / 12_000), UDP_PAYLOAD),
-                kwargs={"rate_bps": rate, "src": src},
-            )
-            for src, port, rate in offered.values()
-        ]
-        t0 = time.monotonic()
-        for s in senders:
-            s.start()
-        time.sleep(send_s - 0.5)
-        st = emu.status()["return"]
-        code, text = emu.request("GET", "/metrics")
-        for s in senders:
-            s.join()
+        with udp_senders(topo, topo.st, offered, send_s, UDP_PAYLOAD) as t0:
+            time.sleep(send_s - 0.5)
+            st = emu.status()["return"]
+            code, text = emu.request("GET", "/metrics")
         rates = [l2_rate(rx, t0 + 0.8, t0 + send_s) for rx in (rx_a, rx_b)]
     print(f"return beam: a {rates[0] / 1e3:.1f} kbit/s, b {rates[1] / 1e3:.1f} kbit/s")
     a, b = st["terminals"]

@@ -151,6 +151,38 @@ def send_udp(
         s.close()
 
 
+@dataclass(frozen=True)
+class UdpFlow:
+    dst: str
+    port: int
+    rate_bps: float  # IP bits (payload + 28 bytes of headers)
+    src: str | None = None
+
+
+@contextlib.contextmanager
+def udp_senders(
+    topo: Topology, ns: str, flows: list[UdpFlow], seconds: float, size: int
+) -> Iterator[float]:
+    """Sends every flow from ns at once, each in its own thread for about `seconds` at its rate;
+    yields the start time (monotonic) and waits for every sender when the block ends."""
+    threads = [
+        threading.Thread(
+            target=send_udp,
+            args=(topo, ns, f.dst, f.port, int(seconds * f.rate_bps / ((size + 28) * 8)), size),
+            kwargs={"rate_bps": f.rate_bps, "src": f.src},
+        )
+        for f in flows
+    ]
+    t0 = time.monotonic()
+    for th in threads:
+        th.start()
+    try:
+        yield t0
+    finally:
+        for th in threads:
+            th.join()
+
+
 @dataclass
 class TcpResult:
     sent: int

@@ -446,6 +446,50 @@ class _Importer:
         raise OpenSandError(f"{topo.name}: <{spot}/{band}>: no carrier of group {group}")
 
     def link(self, topo: Doc, gw: Entity, gw_net: Entity | None, st: Entity) -> dict[str, Any]:
+        spot = self.spot(topo, gw)
+        group = self.terminal_group(topo, st)
+        acm_refresh = topo.num("advanced_settings/timers/acm_refresh", 1, 600000, 1000)
+        fwd: dict[str, Any] = {"kind": "dvbs2"}
+        rtn: dict[str, Any] = {"kind": "rcs2"}
+        for d, out, band, ro_key in (
+            ("forward", fwd, "forward_band", "forward"),
+            ("return", rtn, "return_band", "return"),
+        ):
+            ro = topo.num(f"{spot}/roll_off/{ro_key}", 0, 1, 0.35 if d == "forward" else 0.2)
+            c = self.carrier(topo, spot, band, group)
+            bw = topo.num(f"{c}/bandwidth", 1, 1e7)
+            out["symbol_rate_baud"] = round(bw * 1000 / (1 + ro), 3)
+            out["roll_off"] = ro
+        self.forward_modcods(topo, spot, group, gw_net or gw, acm_refresh, fwd)
+        self.return_modcods(topo, spot, group, acm_refresh, rtn)
+        self.delays(gw, st, fwd, rtn)
+        # Link budget.
+        for out, hop, ent, which in (
+            (fwd, "uplink", gw, "uplink"),
+            (fwd, "downlink", st, "downlink"),
+            (rtn, "uplink", st, "uplink"),
+            (rtn, "downlink", gw, "downlink"),
+        ):
+            budget = self.attenuation(ent, which)
+            if budget:
+                out[hop] = budget
+        # Physical-layer plugins the emulator's model covers.
+        for e in (gw, st):
+            assert e.profile is not None
+            mc = e.profile.get("physical_layer/minimal_condition/minimal_condition_type")
+            if mc not in (None, "ACM-Loop"):
+                e.profile.used.discard("physical_layer/minimal_condition/minimal_condition_type")
+        # Queues.
+        qf = self.fifo(gw_net or gw, "gw_fifos")
+        if qf is not None:
+            fwd["queue"] = {"limit_packets": qf, "limit_bytes": QUEUE_MAX_BYTES}
+        qr = self.fifo(st, "st_fifos")
+        if qr is not None:
+            rtn["queue"] = {"limit_packets": qr, "limit_bytes": QUEUE_MAX_BYTES}
+        return {"forward": fwd, "return": rtn}
+
+    def spot(self, topo: Doc, gw: Entity) -> str:
+        """The gateway's spot of the frequency plan (the first one when none names it)."""
         spots = topo.items("frequency_plan/spots")
         if not spots:
             raise OpenSandError(f"{topo.name}: <frequency_plan/spots> has no spot")
@@ -465,29 +509,32 @@ class _Importer:
                     lvl,
                     "a regenerative satellite: the emulator is a transparent GEO link",
                 )
+        return spot
+
+    def terminal_group(self, topo: Doc, st: Entity) -> str:
+        """The carrier group the terminal is assigned to."""
         group = "Standard"
         topo.use_all("st_assignment")
         group = topo.leaves.get("st_assignment/defaults/default_group") or group
         for a in topo.items("st_assignment/assignments"):
             if topo.leaves.get(f"{a}/terminal_id") == str(st.id):
                 group = topo.leaves.get(f"{a}/group") or group
+        return group
 
-        acm_refresh = topo.num("advanced_settings/timers/acm_refresh", 1, 600000, 1000)
-        fwd: dict[str, Any] = {"kind": "dvbs2"}
-        rtn: dict[str, Any] = {"kind": "rcs2"}
-        for d, out, band, ro_key in (
-            ("forward", fwd, "forward_band", "forward"),
-            ("return", rtn, "return_band", "return"),
-        ):
-            ro = topo.num(f"{spot}/roll_off/{ro_key}", 0, 1, 0.35 if d == "forward" else 0.2)
-            c = self.carrier(topo, spot, band, group)
-            bw = topo.num(f"{c}/bandwidth", 1, 1e7)
-            out["symbol_rate_baud"] = round(bw * 1000 / (1 + ro), 3)
-            out["roll_off"] = ro
-        # Forward: DVB-S2 normal frames without pilots, GSE labels per compatibility mode.
+    def forward_modcods(
+        self,
+        topo: Doc,
+        spot: str,
+        group: str,
+        gw_net: Entity,
+        acm_refresh: float,
+        fwd: dict[str, Any],
+    ) -> None:
+        """The forward carrier's ACM and MODCODs: DVB-S2 normal frames without pilots, GSE labels
+        per the compatibility mode of gw_net (the gateway's network entity, or the gateway)."""
         fwd["pilots"] = False
         fwd["frame"] = "normal"
-        gp = (gw_net or gw).profile
+        gp = gw_net.profile
         if gp is not None and gp.get("encap/gse/compatibility_mode") is not None:
             fwd["gse_label_bytes"] = 6 if gp.flag("encap/gse/compatibility_mode") else 3
         fc = self.carrier(topo, spot, "forward_band", group)
@@ -528,7 +575,11 @@ class _Importer:
             fwd["modcod_table"] = self.put_table(
                 rows, tname, "DVB-S2 waveforms of the OpenSAND topology"
             )
-        # Return: DVB-RCS2 bursts of the scheduler's length.
+
+    def return_modcods(
+        self, topo: Doc, spot: str, group: str, acm_refresh: float, rtn: dict[str, Any]
+    ) -> None:
+        """The return carrier's ACM and MODCODs: DVB-RCS2 bursts of the scheduler's length."""
         rc = self.carrier(topo, spot, "return_band", group)
         rtype = topo.get(f"{rc}/type") or "DAMA"
         self.note(
@@ -563,7 +614,9 @@ class _Importer:
             rtn["modcod_table"] = self.put_table(
                 rrows, rname, f"DVB-RCS2 waveforms ({burst}) of the OpenSAND topology"
             )
-        # Delays.
+
+    def delays(self, gw: Entity, st: Entity, fwd: dict[str, Any], rtn: dict[str, Any]) -> None:
+        """Both directions' delay: the sum of the entities' constant delays, or one's FileDelay."""
         dg, ds = self.delay(gw), self.delay(st)
         if dg[0] == "const" and ds[0] == "const":
             fwd["delay_ms"] = rtn["delay_ms"] = dg[1] + ds[1]
@@ -585,30 +638,6 @@ class _Importer:
             dfile: dict[str, Any] = {"path": name, "refresh_period_ms": period, "loop": loop}
             fwd["delay_file"] = dict(dfile)
             rtn["delay_file"] = dict(dfile)
-        # Link budget.
-        for out, hop, ent, which in (
-            (fwd, "uplink", gw, "uplink"),
-            (fwd, "downlink", st, "downlink"),
-            (rtn, "uplink", st, "uplink"),
-            (rtn, "downlink", gw, "downlink"),
-        ):
-            budget = self.attenuation(ent, which)
-            if budget:
-                out[hop] = budget
-        # Physical-layer plugins the emulator's model covers.
-        for e in (gw, st):
-            assert e.profile is not None
-            mc = e.profile.get("physical_layer/minimal_condition/minimal_condition_type")
-            if mc not in (None, "ACM-Loop"):
-                e.profile.used.discard("physical_layer/minimal_condition/minimal_condition_type")
-        # Queues.
-        qf = self.fifo(gw_net or gw, "gw_fifos")
-        if qf is not None:
-            fwd["queue"] = {"limit_packets": qf, "limit_bytes": QUEUE_MAX_BYTES}
-        qr = self.fifo(st, "st_fifos")
-        if qr is not None:
-            rtn["queue"] = {"limit_packets": qr, "limit_bytes": QUEUE_MAX_BYTES}
-        return {"forward": fwd, "return": rtn}
 
     def vcm(self, topo: Doc, fc: str, spec: str, ratio: str) -> list[int]:
         import re
