@@ -5,7 +5,7 @@ delay and rate), for the tests whose congestion control needs a bandwidth-delay 
         -- veth -- <prefix>-r (receiver, 10.77.0.2)
 
 This kernel has no sch_netem, and a delay line is the emulator's job anyway
-(DESIGN.md: "No netem"). Both directions are `kind: fixed` links: a rate and a one-way
+(no netem). Both directions are `kind: fixed` links: a rate and a one-way
 delay, a drop-tail queue deep enough that the tests' own drops are the only losses.
 Everything is removed on exit (the emulator process by its PID, then the namespaces),
 also when the test fails.

@@ -14,7 +14,7 @@ Modes:
 Everything lives in namespaces named ``<prefix><role>``; the prefix carries the creating PID so
 parallel runs never collide, and tearing down removes every namespace (hence every interface in
 it) and kills every process this object started (by PID), even after a failure. IPv6 is off in
-all namespaces; tso/gso/gro/tx-checksumming are off on every veth (DESIGN.md: veth passes GSO
+all namespaces; tso/gso/gro/tx-checksumming are off on every veth (veth passes GSO
 super-packets and partial checksums otherwise).
 """
 

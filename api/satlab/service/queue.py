@@ -1,4 +1,5 @@
-"""The job queue: procrastinate on the same PostgreSQL (DESIGN.md decision 7).
+"""The job queue: procrastinate on the same PostgreSQL (no second broker: the database is
+the system of record for jobs as for results).
 
 One job per run (task `satlab.run`, queue `runs`, argument run_id). Jobs are inserted in the same
 transaction that creates or re-queues the runs, so an experiment is never half-queued; the
