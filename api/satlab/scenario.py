@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from satlab import linkbudget
+from satlab import beam_hosts, linkbudget
 from satlab.expectations import ExpectationSpec, Measure, same_value
 from satlab.gateway_settings import GatewaySettings
 from satlab.link_backend import BACKENDS
@@ -86,11 +86,44 @@ class HostSettings(Strict):
         return self
 
 
+MAX_CLIENTS = 16  # clients in all, behind one terminal or several
+
+
+class TerminalHosts(Strict):
+    """The clients behind one terminal of link.forward.beam (satlab.testbed.terminals)."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9_-]{1,32}$", description="a terminal of link.forward.beam.terminals"
+    )
+    clients: int = Field(1, ge=1, le=MAX_CLIENTS, description="hosts behind this terminal")
+
+
 class Hosts(Strict):
     servers: int = Field(1, ge=1, le=16, description="terrestrial hosts behind the gateway")
-    clients: int = Field(1, ge=1, le=16, description="hosts behind the satellite terminal")
+    clients: int = Field(
+        1,
+        ge=1,
+        le=MAX_CLIENTS,
+        description="hosts behind the satellite terminal; with `terminals`, their sum (may be "
+        "left out)",
+    )
+    terminals: list[TerminalHosts] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CLIENTS,
+        description="which clients sit behind which terminal of link.forward.beam, in order "
+        "(clients are numbered across them, the first terminal's first); each terminal gets its "
+        "own st edge. Absent: one terminal with every client",
+    )
     mtu_bytes: int = Field(1500, ge=576, le=9000)
     settings: HostSettings = HostSettings()
+
+    @model_validator(mode="after")
+    def _terminal_clients(self) -> Hosts:
+        # Left out, clients is the terminals' sum; given, Scenario._beam_hosts checks it is.
+        if self.terminals is not None and "clients" not in self.model_fields_set:
+            self.clients = sum(t.clients for t in self.terminals)
+        return self
 
 
 CC_PATTERN = r"^[a-z0-9_]{1,15}$"
@@ -98,33 +131,6 @@ CC_DESCRIPTION = (
     "a kernel algorithm (cubic, reno, bbr) or a project one (satlab.schemes: sl_newreno, "
     "sl_beten, sl_oracle, sl_westwood, ...)"
 )
-
-
-def _start_field() -> Any:
-    return Field(
-        0.0,
-        ge=0,
-        le=3600,
-        description="when the sender starts, seconds after the run's start; less than the "
-        "scenario's duration_s",
-    )
-
-
-def _stop_field() -> Any:
-    return Field(
-        None,
-        gt=0,
-        le=3600,
-        description="when the sender stops, seconds after the run's start (greater than start_s, "
-        "at most the scenario's duration_s); absent: at its own end or the run's end. A TCP "
-        "sender then aborts its connection (what it had queued is not sent; a byte-count "
-        "transfer cut short is incomplete)",
-    )
-
-
-def _check_times(t: BulkTcp | ShortFlows | UdpCross) -> None:
-    if t.stop_s is not None and t.stop_s <= t.start_s:
-        raise ValueError(f"stop_s: {t.stop_s} must be greater than start_s ({t.start_s})")
 
 
 def check_traffic_times(i: int, t: BulkTcp | ShortFlows | UdpCross, duration_s: float) -> None:
@@ -143,8 +149,28 @@ MAX_HOPS = 8  # terrestrial hops of path.terrestrial
 MAX_CROSS_HOSTS = 8  # cross-traffic hosts at each end of one hop
 
 
-def _hop_field() -> Any:
-    return Field(
+class TrafficItem(Strict):
+    """When a traffic item runs and between which hosts: the fields every kind shares."""
+
+    start_s: float = Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description="when the sender starts, seconds after the run's start; less than the "
+        "scenario's duration_s",
+    )
+    stop_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="when the sender stops, seconds after the run's start (greater than start_s, "
+        "at most the scenario's duration_s); absent: at its own end or the run's end. A TCP "
+        "sender then aborts its connection (what it had queued is not sent; a byte-count "
+        "transfer cut short is incomplete)",
+    )
+    client: int = Field(1, ge=1, le=16, description="which client host (1-based)")
+    server: int = Field(1, ge=1, le=16)
+    hop: int | None = Field(
         None,
         ge=1,
         le=MAX_HOPS,
@@ -153,8 +179,13 @@ def _hop_field() -> Any:
         "hosts; absent: between the servers and the clients, across the satellite",
     )
 
+    # Called by each kind's own validator after its own rules, so those are reported first.
+    def _check_times(self) -> None:
+        if self.stop_s is not None and self.stop_s <= self.start_s:
+            raise ValueError(f"stop_s: {self.stop_s} must be greater than start_s ({self.start_s})")
 
-class BulkTcp(Strict):
+
+class BulkTcp(TrafficItem):
     """A bulk TCP transfer of an exact byte count, or for a duration (counted from start_s).
     Given bytes and stop_s, it stops at whichever comes first."""
 
@@ -166,21 +197,16 @@ class BulkTcp(Strict):
     bytes: int | None = Field(None, ge=1, le=1 << 40)
     duration_s: float | None = Field(None, gt=0, le=3600)
     parallel: int = Field(1, ge=1, le=64, description="parallel connections for one user")
-    start_s: float = _start_field()
-    stop_s: float | None = _stop_field()
-    client: int = Field(1, ge=1, le=16, description="which client host (1-based)")
-    server: int = Field(1, ge=1, le=16)
-    hop: int | None = _hop_field()
 
     @model_validator(mode="after")
     def _one_stop_rule(self) -> BulkTcp:
         if (self.bytes is None) == (self.duration_s is None):
             raise ValueError("give exactly one of bytes or duration_s")
-        _check_times(self)
+        self._check_times()
         return self
 
 
-class ShortFlows(Strict):
+class ShortFlows(TrafficItem):
     """N objects fetched one after another, each on a new connection."""
 
     kind: Literal["short_flows"]
@@ -192,19 +218,14 @@ class ShortFlows(Strict):
     size_distribution: Literal["fixed", "exponential", "pareto"] = "exponential"
     mean_size_bytes: int = Field(ge=1, le=1 << 30)
     pareto_shape: float = Field(1.2, gt=1.0, le=10.0)
-    start_s: float = _start_field()
-    stop_s: float | None = _stop_field()
-    client: int = Field(1, ge=1, le=16)
-    server: int = Field(1, ge=1, le=16)
-    hop: int | None = _hop_field()
 
     @model_validator(mode="after")
     def _times(self) -> ShortFlows:
-        _check_times(self)
+        self._check_times()
         return self
 
 
-class UdpCross(Strict):
+class UdpCross(TrafficItem):
     """UDP cross traffic at a constant rate, or exponential on/off (the ETEN report's), sent
     from start_s to stop_s (or the run's end). The rate is given in bit/s or as a share of the
     link's capacity (background load as in the IP-ERN paper, section 6: 1, 10, 20 %)."""
@@ -225,17 +246,12 @@ class UdpCross(Strict):
     packet_bytes: int = Field(1200, ge=28, le=1472, description="UDP payload bytes")
     mean_on_s: float = Field(1.0, gt=0, le=600)
     mean_off_s: float = Field(1.0, gt=0, le=600)
-    start_s: float = _start_field()
-    stop_s: float | None = _stop_field()
-    client: int = Field(1, ge=1, le=16)
-    server: int = Field(1, ge=1, le=16)
-    hop: int | None = _hop_field()
 
     @model_validator(mode="after")
     def _one_rate(self) -> UdpCross:
         if (self.rate_bps is None) == (self.rate_share is None):
             raise ValueError("give exactly one of rate_bps or rate_share")
-        _check_times(self)
+        self._check_times()
         return self
 
 
@@ -496,6 +512,23 @@ class Scenario(Strict):
         if self.sweep is None:
             return []
         return self.sweep if isinstance(self.sweep, list) else [self.sweep]
+
+    @model_validator(mode="after")
+    def _beam_hosts(self) -> Scenario:
+        terms = self.hosts.terminals
+        names = [t.name for t in terms] if terms else None
+        if terms:
+            counts = [t.clients for t in terms]
+            beam_hosts.check_terminal_clients(names or [], counts, self.hosts.clients, MAX_CLIENTS)
+        beam_hosts.check_against_link(names, self.link)
+        if names and len(names) > 1:
+            for i, c in enumerate(self.configurations):
+                if c.gateway is not None:
+                    raise ValueError(
+                        f"configurations.{i}.gateway: not yet with several hosts.terminals "
+                        "(its bump is wired on the one st edge of a one-terminal testbed)"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _references_exist(self) -> Scenario:

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "schemes",
             "link_backend",
             "scenario",
+            "beam_hosts",
             "gateway_settings",
             "catalog",
             "phy",

@@ -138,6 +138,9 @@ say "experiment through the proxy: results checked ($((SECONDS - t0)) s)"
 t0=$SECONDS
 python3 "$ROOT/tests/compose/check_hops.py" "$URL" "$TOKEN"
 say "a terrestrial hop on the boxes (the hops box): results checked ($((SECONDS - t0)) s)"
+t0=$SECONDS
+python3 "$ROOT/tests/compose/check_terminals.py" "$URL" "$TOKEN"
+say "two terminals of a beam on the boxes (terminal 2 in the st box): results checked ($((SECONDS - t0)) s)"
 
 # Backend parity (tests/compose/parity.py): a gateway scheme with an eBPF scheme (BETEN), and a
 # PEP, repeated, on a namespace testbed of this machine, then on the boxes through the proxy; the

@@ -158,7 +158,8 @@ def test_addressing_sets_mtu_addresses_and_routes_and_is_undone() -> None:
         routes = {r["dst"]: r.get("gateway") for r in _ip(ns, "-4", "route", "show")}
         assert routes == {"10.250.98.0/24": "10.250.99.1", "10.250.99.0/24": None}  # default gone
         back = {"mtu": 1500, "addresses": [own], "routes": [["default", gw]]}
-        tb.agent("cli1", "POST", "/addressing", {"interfaces": {"eth0": back}})
+        done = tb.agent("cli1", "POST", "/addressing", {"interfaces": {"eth0": back}})
+        assert done["mtu_before"] == {"eth0": 1000}  # what a hardware run puts back at close
         assert _ip(ns, "route", "show", "default")[0]["gateway"] == gw
         assert _ip(ns, "link", "show", "dev", "eth0")[0]["mtu"] == 1500
         with pytest.raises(AgentError, match="400.*no 'nope'"):

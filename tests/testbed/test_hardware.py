@@ -406,6 +406,26 @@ def test_terrestrial_hops_on_hardware(lab: Lab, emulator_bin: Path) -> None:
             s.commit()
 
 
+def _mtus(lab: Lab, role: str, nics: list[str]) -> dict[str, int]:
+    ns = topology.namespace_name(lab.tid, role)
+    out = subprocess.run(["ip", "-n", ns, "-j", "link", "show"], capture_output=True, check=True)
+    links = {link["ifname"]: int(link["mtu"]) for link in json.loads(out.stdout)}
+    return {nic: links[nic] for nic in nics if nic in links}
+
+
+def test_the_runs_mtu_on_the_registered_nics_and_back(lab: Lab) -> None:
+    """hosts.mtu_bytes reaches every registered NIC of the leased boxes (and the gateway splice's
+    veth, which takes its NIC's), and the operator's MTUs are back after the run."""
+    machines = {r: ifaces for r, (_, kind, ifaces) in MACHINES.items() if kind != "hop"}
+    before = {role: _mtus(lab, role, nics) for role, nics in machines.items()}
+    assert all(len(before[r]) == len(n) for r, n in machines.items()), before
+    with create_testbed(mtu=1400, gateway=True):
+        during = {role: _mtus(lab, role, nics) for role, nics in machines.items()}
+        assert all(m == 1400 for mtus in during.values() for m in mtus.values()), during
+        assert _mtus(lab, "st", ["wan", "sat0"]) == {"wan": 1400, "sat0": 1400}  # spliced
+    assert {role: _mtus(lab, role, nics) for role, nics in machines.items()} == before
+
+
 def test_the_backend_refuses_what_the_registry_cannot_hold(lab: Lab) -> None:
     with pytest.raises(
         RefusedError, match=r"hosts: .* 2 of role server \(registered: \['hw-srv1'\]\)"

@@ -36,6 +36,8 @@ import shutil
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +60,64 @@ def _ip(*args: str) -> None:
         raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
 
-class HopBox:
-    """The namespaces and sub-agents of the current run's hops in this box."""
+class SubAgents(ABC):
+    """A host agent per namespace a box makes for a run (this module's hops, or a compose st
+    box's extra terminals, satlab.agent.terminalbox), each on a socket beside the box's own."""
 
     def __init__(self, boxes: Path, workdir: Path) -> None:
         self.boxes = boxes  # where the sub-agents' sockets go (beside this agent's)
-        self.workdir = workdir / "hops"  # their programs' output, removed with them
+        self.workdir = workdir  # their programs' output, removed with them
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _start_agent(self, role: str) -> None:
+        sock = self.boxes / f"{role}.sock"
+        with contextlib.suppress(FileNotFoundError):
+            sock.unlink()  # a stale one from an agent that was killed
+        argv = ["nsenter", f"--net=/run/netns/{role}", "--", sys.executable, "-m"]
+        argv += ["satlab.agent.server", "--socket", str(sock), "--name", role]
+        argv += ["--workdir", str(self.workdir / role)]
+        self.agents[role] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+
+    def _wait_for_agents(self) -> None:
+        deadline = time.monotonic() + AGENT_START_TIMEOUT_S + 2.0 * len(self.agents)
+        for role, proc in self.agents.items():
+            while not (self.boxes / f"{role}.sock").exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the agent of {role} did not start")
+                time.sleep(0.05)
+
+    @abstractmethod
+    def teardown(self) -> list[str]:
+        """Removes the namespaces this box made and stops their agents; the roles removed."""
+
+    def _replace(self, wire: Callable[[dict[str, dict[str, Any]]], None]) -> dict[str, Any]:
+        """Tears down what an earlier run left, then `wire` makes the namespaces (filling each
+        role's address, default gateway and data interfaces) and an agent starts in each; on
+        any error, nothing stays. Returns the roles' boxes."""
+        self.teardown()
+        boxes: dict[str, dict[str, Any]] = {}
+        try:
+            wire(boxes)
+            for role in boxes:
+                self._start_agent(role)
+            self._wait_for_agents()
+        except BaseException:
+            self.teardown()
+            raise
+        return boxes
+
+    def _stop_agents(self) -> None:
+        """Each sub-agent stops its own programs first."""
+        stop_processes(self.agents.values(), AGENT_STOP_GRACE_S)
+        self.agents.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class HopBox(SubAgents):
+    """The namespaces and sub-agents of the current run's hops in this box."""
+
+    def __init__(self, boxes: Path, workdir: Path) -> None:
+        super().__init__(boxes, workdir / "hops")
 
     def build(
         self, hops: list[int], mtu: int, uplinks: tuple[str, str, str] = UPLINKS
@@ -73,16 +126,7 @@ class HopBox:
         hop); returns each role's address, default gateway and data interfaces, and this box's
         own interfaces (for offload settings). `uplinks`: this box's interfaces to the servers'
         LAN, to hop K's far end and to LAN K+1 (module docstring)."""
-        self.teardown()
-        boxes: dict[str, dict[str, Any]] = {}
-        try:
-            self._wire(hops, mtu, uplinks, boxes)
-            for role in boxes:
-                self._start_agent(role)
-            self._wait_for_agents()
-        except BaseException:
-            self.teardown()
-            raise
+        boxes = self._replace(lambda made: self._wire(hops, mtu, uplinks, made))
         # the veths of this namespace: the Docker uplinks and the LAN bridges' ports
         own = [link["ifname"] for link in ip_json("link", "show", "type", "veth")] if hops else []
         return {"boxes": boxes, "interfaces": own}
@@ -164,30 +208,11 @@ class HopBox:
             for net in behind:
                 _ip("-n", r, "route", "add", f"{net}.0/24", "via", f"{namespaces.hop_net(p - 1)}.1")
 
-    def _start_agent(self, role: str) -> None:
-        sock = self.boxes / f"{role}.sock"
-        with contextlib.suppress(FileNotFoundError):
-            sock.unlink()  # a stale one from an agent that was killed
-        argv = ["nsenter", f"--net=/run/netns/{role}", "--", sys.executable, "-m"]
-        argv += ["satlab.agent.server", "--socket", str(sock), "--name", role]
-        argv += ["--workdir", str(self.workdir / role)]
-        self.agents[role] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-
-    def _wait_for_agents(self) -> None:
-        deadline = time.monotonic() + AGENT_START_TIMEOUT_S + 2.0 * len(self.agents)
-        for role, proc in self.agents.items():
-            while not (self.boxes / f"{role}.sock").exists():
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the agent of {role} did not start")
-                time.sleep(0.05)
-
     def teardown(self) -> list[str]:
         """Stops the sub-agents (each stops its programs), aborts the TCP sockets left in each
         namespace (an orphan would keep it, and its veths, alive) and removes the namespaces and
         this box's bridges and veths; the Docker interfaces stay. Returns the roles removed."""
-        stop_processes(self.agents.values(), AGENT_STOP_GRACE_S)
-        self.agents.clear()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self._stop_agents()
         roles = [n["name"] for n in ip_json("netns", "list")]
         for role in roles:
             namespaces.abort_tcp(role)

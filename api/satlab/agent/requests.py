@@ -45,3 +45,23 @@ class HopsBuild(TypedDict):
     hops: list[int]
     mtu: int
     uplinks: NotRequired[list[str]]  # a hardware hop box's NICs (hopbox.UPLINKS' order)
+
+
+class TerminalPlan(TypedDict):
+    """One extra terminal of a compose st box (satlab.testbed.terminals.Terminal): its st edge's
+    role, client LAN (first three octets), satellite-side address and global client numbers."""
+
+    edge: str
+    net: str
+    sat_address: str
+    clients: list[int]
+
+
+class TerminalsBuild(TypedDict):
+    """POST /terminals (the compose `st` box): build a run's terminals 2..N as namespaces with
+    their clients (satlab.agent.terminalbox), their edges on macvlans of `uplink`; an empty
+    list removes what is there."""
+
+    terminals: list[TerminalPlan]
+    mtu: int
+    uplink: str

@@ -12,12 +12,16 @@ Endpoints (JSON over HTTP/1.1 on a Unix socket, or TLS over TCP):
   POST /splice {interface, inside, outside}  a veth bump in an interface (the edge gateway's
                                     ports on a container box); POST /unsplice undoes it
   POST /addressing {interfaces}     set interfaces' MTU, IPv4 addresses and gateway routes (a
-                                    container box: the run's MTU; an edge moved behind a run's
-                                    terrestrial hops, and back)
+                                    box: the run's MTU; an edge moved behind a run's terrestrial
+                                    hops, and back); answers the MTUs they had (mtu_before)
   POST /hops {hops, mtu, uplinks?}  a hop box (compose `hops`, hardware role hop): build a run's
                                     routers, hop emulators and cross hosts as namespaces, each
                                     with its own agent (satlab.agent.hopbox), on the box's
                                     `uplinks` NICs (default srv hopup hoplan); {hops: []} removes
+  POST /terminals {terminals, mtu, uplink}  the compose st box: build a run's terminals 2..N,
+                                    their st edges (macvlans of `uplink`) and clients, as
+                                    namespaces with their own agents (satlab.agent.terminalbox);
+                                    {terminals: []} removes them
   ANY  /boxes/ROLE/PATH             a hop box: relay the request to the agent of its box ROLE
                                     (a hardware hop box's sub-agents listen on its Unix sockets)
   POST /processes   {id, kind, args} start a traffic generator (kind=traffic), the emulator, the
@@ -72,6 +76,7 @@ from satlab.agent.bpffs import CGROUP_ROOT, PIN_ROOT, ensure_bpffs
 from satlab.agent.hopbox import UPLINKS, HopBox
 from satlab.agent.namespaces import ip_json
 from satlab.agent.opensandbox import OpenSandBox
+from satlab.agent.terminalbox import TerminalBox
 from satlab.agent.unixhttp import JsonHandler, UnixHTTPConnection, UnixHTTPServer
 from satlab.link_backend import BackendUnavailable
 from satlab.settings import (
@@ -229,6 +234,7 @@ class Agent:
         # sockets go beside this agent's.
         self.hop_box = HopBox(workdir.parent, workdir) if hop_box else None
         self.opensand = OpenSandBox()  # holds nothing until a run asks (POST /opensand)
+        self.terminals = TerminalBox(workdir.parent, workdir)  # likewise (POST /terminals)
 
     # -- handlers: each returns (status, body) --
     def health(self) -> tuple[int, Any]:
@@ -388,11 +394,14 @@ class Agent:
 
     def addressing(self, body: dict[str, Any]) -> tuple[int, Any]:
         """Gives each named interface exactly the MTU, addresses and gateway routes of its plan,
-        where given (requests.Addressing); addresses first, as a route needs its gateway's net."""
+        where given (requests.Addressing); addresses first, as a route needs its gateway's net.
+        Answers the MTUs the interfaces had (a hardware run puts the operator's back at close)."""
         steps: list[list[str]] = []
         plans: dict[str, Any] = body["interfaces"]
+        found: dict[str, int] = {}
         for iface, plan in plans.items():
             addrs, routes, mtu = _ip_state(iface)
+            found[iface] = mtu
             if "mtu" in plan and int(plan["mtu"]) != mtu:
                 steps += [["link", "set", "dev", iface, "mtu", str(int(plan["mtu"]))]]
             if "addresses" in plan and set(plan["addresses"]) != set(addrs):
@@ -406,7 +415,7 @@ class Agent:
             steps += [["neigh", "flush", "dev", iface]]  # an address may have moved to another box
             for dst, gw in plan.get("routes", []):
                 steps += [["route", "replace", dst, "via", gw, "dev", iface]]
-        return _ip_steps(steps, {"interfaces": sorted(plans)})
+        return _ip_steps(steps, {"interfaces": sorted(plans), "mtu_before": found})
 
     def hops(self, body: dict[str, Any]) -> tuple[int, Any]:
         hops, mtu = [int(n) for n in body["hops"]], int(body["mtu"])
@@ -420,6 +429,15 @@ class Agent:
                 return 200, self.hop_box.build(hops, mtu, (uplinks[0], uplinks[1], uplinks[2]))
             except RuntimeError as exc:
                 return 500, {"error": f"hops: {exc}"}
+
+    def build_terminals(self, body: dict[str, Any]) -> tuple[int, Any]:
+        with self.lock:
+            try:
+                return 200, self.terminals.build(
+                    body["terminals"], int(body["mtu"]), str(body["uplink"])
+                )
+            except RuntimeError as exc:
+                return 500, {"error": f"terminals: {exc}"}
 
     def relay_box(self, role: str, method: str, path: str, body: Any) -> tuple[int, Any]:
         """One request to the agent of box `role` that this hop box made, answered as it
@@ -533,6 +551,7 @@ class Agent:
     def shutdown(self) -> None:
         self._stop_all()
         self.opensand.teardown()
+        self.terminals.teardown()
         if self.hop_box and self.hop_box.agents:
             self.hop_box.teardown()
 
@@ -580,6 +599,8 @@ def route(agent: Agent, method: str, parts: list[str], body: Any) -> tuple[int, 
             return agent.addressing(body)
         case "POST", ["hops"]:
             return agent.hops(body)
+        case "POST", ["terminals"]:
+            return agent.build_terminals(body)
         case _, ["boxes", role, *rest]:
             return agent.relay_box(role, method, "/" + "/".join(rest), body)
         case "POST", ["processes"]:

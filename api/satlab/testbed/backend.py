@@ -31,9 +31,16 @@ def create_testbed(
     mtu: int = 1500,
     gateway: bool = False,
     hops: list[int] | None = None,
+    terminal_clients: list[int] | None = None,
 ) -> Testbed:
-    """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops)."""
+    """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops);
+    `terminal_clients`: the clients behind each of several terminals (satlab.testbed.terminals)."""
     kind = testbed_kind()
+    if terminal_clients and kind == "hardware":
+        raise TestbedError(
+            f"hosts.terminals: {len(terminal_clients)} terminals need the namespaces or the "
+            "containers testbed; the hardware testbed has one st edge"
+        )
     cls: type[Testbed]
     if kind == "namespaces":
         cls = Testbed
@@ -47,7 +54,7 @@ def create_testbed(
         cls = HardwareTestbed
     else:
         raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
-    return cls(servers, clients, mtu, gateway=gateway, hops=hops)
+    return cls(servers, clients, mtu, gateway=gateway, hops=hops, terminal_clients=terminal_clients)
 
 
 def _state_dirs() -> list[Path]:

@@ -26,6 +26,15 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
   hop K's and LAN K+1's addresses, the st box routes the hops' networks across the satellite
   (POST /addressing, box_plans); closing puts them back. Without hops the `hops` box is idle and
   not on the path;
+- several terminals of a beam (`hosts.terminals`, satlab.testbed.terminals): the st box is
+  terminal 1's edge with the compose clients (cli1..) on its LAN, and its agent builds terminals
+  2..N, each an st edge stK with its clients, as namespaces inside the box, each with an agent of
+  its own (POST /terminals, satlab.agent.terminalbox), on terminals.py's address plan. Where the
+  namespace testbed puts a bridge `sw` between the emulator's st port and the edges, the compose
+  network satst already is that switch: each extra edge's satellite port is a macvlan of the st
+  box's sat0, a station of its own on it (terminalbox says why). The gw box routes each
+  terminal's LAN by its edge for the run (box_plans); closing removes them. Chosen over a
+  container per terminal for the reason the hops box gives: the count changes per run;
 - every box's data interfaces take the run's MTU (hosts.mtu_bytes) when the testbed opens, and
   the Docker networks' again when it closes.
 - `link.backend: opensand`: the emu box's agent wires and starts OpenSAND's entities (POST
@@ -42,14 +51,21 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from satlab.agent import namespaces
-from satlab.agent.requests import Addressing, HopsBuild, InterfacePlan
+from satlab.agent.requests import (
+    Addressing,
+    HopsBuild,
+    InterfacePlan,
+    TerminalPlan,
+    TerminalsBuild,
+)
 from satlab.agent.unixhttp import AgentError
 from satlab.settings import SHARED_DIR
 from satlab.testbed import gateway as edge_gateway
-from satlab.testbed import topology
+from satlab.testbed import terminals, topology
 from satlab.testbed.gateway import OUTSIDE
 from satlab.testbed.testbed import Testbed, TestbedError
 from satlab.testbed.topology import GATEWAY_INSIDE
@@ -77,9 +93,13 @@ def box_address(role: str) -> str | None:
     return {"gw": f"{namespaces.SAT_NET}.1", "st": f"{namespaces.SAT_NET}.2"}.get(role)
 
 
-def box_plans(hops: int, servers: int, clients: int, mtu: int) -> dict[str, Addressing]:
+def box_plans(
+    hops: int, servers: int, clients: int, mtu: int, extra: Sequence[terminals.Terminal] = ()
+) -> dict[str, Addressing]:
     """What each compose box's data interfaces get for a run (POST /addressing): the run's MTU
-    (hosts.mtu_bytes, as topology.build gives every link), and with `hops` terrestrial hops the
+    (hosts.mtu_bytes, as topology.build gives every link), the gw box's routes to the LAN of
+    `clients` compose clients (terminal 1, the st box) and of each `extra` terminal (by its st
+    edge in the st box, satlab.agent.terminalbox), and with `hops` terrestrial hops the
     edges as topology.build wires them (0: the compose file's own wiring). The gw edge then sits
     at position K+1 of the server side (its LAN 10.250.(21+K).1, its hop wire hop K's .2, the
     networks behind reached through hop K's .1) and the st edge reaches them across the
@@ -106,7 +126,9 @@ def box_plans(hops: int, servers: int, clients: int, mtu: int) -> dict[str, Addr
             "lan": {"addresses": [f"{namespaces.SERVER_NET}.1/24"]},
             **{i: InterfacePlan(addresses=[], routes=[]) for i in GW_HOP_INTERFACES},
         }
-    gw["sat0"] = {}
+    gw["sat0"] = {
+        "routes": [[f"{t.net}.0/24", t.sat_address] for t in [*terminals.plan([clients]), *extra]]
+    }
     srv: dict[str, InterfacePlan] = {
         "eth0": {"routes": [["default", f"{namespaces.SERVER_NET}.1"]]}
     }
@@ -132,9 +154,14 @@ class ContainerTestbed(Testbed):
     def _run_dir(self) -> Path:
         return RUNS / self.id
 
+    @property
+    def _terminals(self) -> list[terminals.Terminal]:
+        """Terminal 1 (the st box and compose clients) and the extra ones (in the st box)."""
+        return terminals.plan(self.terminal_clients or [self.clients])
+
     def __enter__(self) -> ContainerTestbed:
         roles = [f"srv{i}" for i in range(1, self.servers + 1)] + ["gw", "emu", "st"]
-        roles += [f"cli{i}" for i in range(1, self.clients + 1)]
+        roles += [f"cli{i}" for i in self._terminals[0].clients]
         self._check_boxes(roles)
         self._lock = os.open(BOXES / ".lock", os.O_CREAT | os.O_RDWR, 0o664)
         fcntl.flock(self._lock, fcntl.LOCK_EX)  # the boxes are one testbed: runs take turns
@@ -144,7 +171,13 @@ class ContainerTestbed(Testbed):
             self.dir.mkdir(parents=True)
             # whose testbed this is (backend.owned_testbed: the worker's live view and control)
             (self.dir / "state.json").write_text(json.dumps({"owner_pid": os.getpid()}))
-            self.topo = topology.Topology(self.id, self.servers, self.clients, self.mtu)
+            self.topo = topology.Topology(
+                self.id,
+                self.servers,
+                self.clients,
+                self.mtu,
+                terminals=list(self.terminal_clients or []),
+            )
             for role in roles:
                 self.topo.boxes[role] = topology.Box(role, f"container:{role}", box_address(role))
                 self._wait_for_agent(role)
@@ -152,6 +185,7 @@ class ContainerTestbed(Testbed):
             for edge in GATEWAY_INSIDE:  # a worker that died mid-run leaves it spliced
                 self._unsplice(edge)
             self._wire_hops()
+            self._wire_terminals()
             self._splice_gateways()
             self._configure_forwarding()
         except BaseException:
@@ -168,8 +202,11 @@ class ContainerTestbed(Testbed):
                         self._unsplice(role)
             if self.hops and self.agent_alive(HOP_BOX):
                 self.agent(HOP_BOX, "POST", "/hops", HopsBuild(hops=[], mtu=self.mtu), timeout=30)
+            if len(self._terminals) > 1 and self.agent_alive("st"):
+                self.agent("st", "POST", "/terminals", self._terminals_build([]), timeout=30)
             # the compose file's wiring again, for whatever uses the boxes next
-            for box, plan in box_plans(0, self.servers, self.clients, COMPOSE_MTU).items():
+            n = len(self._terminals[0].clients)
+            for box, plan in box_plans(0, self.servers, n, COMPOSE_MTU).items():
                 if box in self.topo.boxes and self.agent_alive(box):
                     self.agent(box, "POST", "/addressing", plan)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -187,6 +224,12 @@ class ContainerTestbed(Testbed):
             raise TestbedError(
                 f"hosts: this compose testbed has boxes {have}, the scenario needs {missing} too "
                 "(hosts.servers/hosts.clients at most the srvN/cliN services of docker-compose.yml)"
+            )
+        extra = [r for t in self._terminals[1:] for r in (t.edge, *(f"cli{c}" for c in t.clients))]
+        if clash := [r for r in extra if r in have]:
+            raise TestbedError(
+                f"hosts.terminals: terminals 2.. are built in the st box, but {clash} are boxes "
+                "of this compose testbed too: put those clients behind the first terminal"
             )
         if self.hops and HOP_BOX not in have:
             raise TestbedError(
@@ -209,9 +252,30 @@ class ContainerTestbed(Testbed):
             self.agent(HOP_BOX, "POST", "/offloads", {"interfaces": built["interfaces"]})
         elif self.agent_alive(HOP_BOX):  # what a worker that died mid-run left there
             self.agent(HOP_BOX, "POST", "/hops", HopsBuild(hops=[], mtu=self.mtu), timeout=30)
-        plans = box_plans(len(self.hops), self.servers, self.clients, self.mtu)
+        first, *extra = self._terminals
+        plans = box_plans(len(self.hops), self.servers, len(first.clients), self.mtu, extra)
         for box, plan in plans.items():
             self.agent(box, "POST", "/addressing", plan)
+
+    def _terminals_build(self, extra: list[terminals.Terminal]) -> TerminalsBuild:
+        plans = [
+            TerminalPlan(edge=t.edge, net=t.net, sat_address=t.sat_address, clients=t.clients)
+            for t in extra
+        ]
+        return TerminalsBuild(terminals=plans, mtu=self.mtu, uplink="sat0")
+
+    def _wire_terminals(self) -> None:
+        """hosts.terminals: terminals 2..N, their st edges and clients, built by the st box's
+        agent inside it (satlab.agent.terminalbox); each joins the topology by role, with its
+        own agent. The gw box routes their LANs by their edges (box_plans)."""
+        assert self.topo is not None
+        extra = self._terminals[1:]
+        if not extra:
+            return
+        built = self.agent("st", "POST", "/terminals", self._terminals_build(extra), timeout=60)
+        for role, box in built["boxes"].items():
+            self.topo.boxes[role] = topology.Box(role, f"container:st/{role}", **box)
+            self._wait_for_agent(role)
 
     def _wait_for_agent(self, role: str) -> None:
         """A box that Docker is (re)starting answers within a second (tests/bench/setup_time.py):
@@ -242,7 +306,7 @@ class ContainerTestbed(Testbed):
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
-        for edge in ("gw", "st", *self.topo.routers):
+        for edge in (*self.topo.edges, *self.topo.routers):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
         for role, box in self.topo.boxes.items():
             # the hops box's boxes know theirs; the compose boxes' are docker-compose.yml's

@@ -27,10 +27,15 @@ other kinds; what differs is where the boxes come from and how they are reached:
   hoplan] (POST /hops, satlab.agent.hopbox), which the operator cables as the compose networks:
   srv on the servers' LAN switch, hopup to the gw box's hopup, hoplan to its hoplan. The gw and st
   boxes are then addressed as on containers (containers.box_plans on the registered NICs, POST
-  /addressing: gw gives 10.250.1.1 up to r1), and back after the run; the end hosts' routes and
-  every MTU stay the operator's. The hop box's sub-agents are reached through its agent
+  /addressing: gw gives 10.250.1.1 up to r1), and back after the run; the end hosts' routes stay
+  the operator's. The hop box's sub-agents are reached through its agent
   (/boxes/ROLE/...). Too few boxes of a role fail the run naming the field (hosts,
   path.terrestrial);
+- every registered NIC of the run's boxes takes the run's MTU (hosts.mtu_bytes) when the
+  testbed opens, as every link does on namespaces and containers, and the MTU it had when closing
+  (POST /addressing answers the MTUs it found). The operator's switches and cables must carry
+  the largest MTU the scenarios use; a worker that dies mid-run leaves the run's MTU until the
+  next run on those boxes closes (which puts back the MTU it found);
 - the run directory (emulator and gateway files, the emulator's telemetry socket) is
   SATLAB_HARDWARE_DIR/ID, which the worker and the boxes must see at the same path, and the
   telemetry socket being a Unix socket, the worker runs on the emulator box (README, hardware);
@@ -221,6 +226,7 @@ class HardwareTestbed(Testbed):
     boxes: dict[str, RegisteredBox]
     targets: dict[str, TlsTarget]
     relayed: set[str]
+    operator_mtus: dict[str, dict[str, int]]  # role -> NIC -> MTU before the run (_set_mtus)
     _leases: Leases | None = None
 
     def _run_dir(self) -> Path:
@@ -229,7 +235,7 @@ class HardwareTestbed(Testbed):
     def __enter__(self) -> HardwareTestbed:
         ctx = _controller_context()
         wait_s = box_wait_s()
-        self.boxes, self.targets, self.relayed = {}, {}, set()
+        self.boxes, self.targets, self.relayed, self.operator_mtus = {}, {}, set(), {}
         self._leases = Leases()
         try:
             self._lease(wait_s)
@@ -256,6 +262,7 @@ class HardwareTestbed(Testbed):
                     )
             for edge in GATEWAY_INSIDE:  # a worker that died mid-run leaves it spliced
                 self.agent(edge, "POST", "/unsplice", edge_gateway.unsplice(self._sat_nic(edge)))
+            self._set_mtus()  # before the splice, whose veth takes its NIC's MTU
             self._wire_hops()
             for edge in GATEWAY_INSIDE if self.gateway else ():
                 self.agent(edge, "POST", "/splice", edge_gateway.splice(edge, self._sat_nic(edge)))
@@ -286,6 +293,21 @@ class HardwareTestbed(Testbed):
                     f"{gw.interfaces}; a run with hops needs {GW_WITH_HOPS} [lan, sat, hopup, "
                     "hoplan], the last two cabled to the hop box"
                 )
+
+    def _set_mtus(self) -> None:
+        """The run's MTU on every registered NIC of the leased boxes (the hop box's too: its
+        POST /hops sets them again, and its teardown leaves them), the operator's noted."""
+        for role, box in self.boxes.items():
+            plan = {nic: InterfacePlan(mtu=self.mtu) for nic in box.interfaces}
+            done = self.agent(role, "POST", "/addressing", {"interfaces": plan})
+            self.operator_mtus[role] = {k: int(v) for k, v in done["mtu_before"].items()}
+
+    def _restore_mtus(self) -> None:
+        for role, mtus in self.operator_mtus.items():
+            if self.agent_alive(role):
+                plan = {nic: InterfacePlan(mtu=mtu) for nic, mtu in mtus.items()}
+                self.agent(role, "POST", "/addressing", {"interfaces": plan})
+        self.operator_mtus.clear()
 
     def _sat_nic(self, edge: str) -> str:
         return self.boxes[edge].interfaces[1]
@@ -323,8 +345,8 @@ class HardwareTestbed(Testbed):
     def _addressing(self, hops: int) -> None:
         """POST /addressing of containers.box_plans on the registered NICs: the gw and st boxes
         as the address plan has them with `hops` hops; the servers only forget their neighbours
-        (10.250.1.1 is r1's or gw's by turns). MTUs and the end hosts' routes are the
-        operator's, so those parts of the plans are left out."""
+        (10.250.1.1 is r1's or gw's by turns). The end hosts' routes are the operator's, and
+        MTUs _set_mtus', so those parts of the plans are left out."""
         for role, plan in box_plans(hops, self.servers, self.clients, self.mtu).items():
             box = self.boxes.get(role)
             if box is None or not self.agent_alive(role):
@@ -357,6 +379,7 @@ class HardwareTestbed(Testbed):
                     self.agent(HOP_MACHINE, "POST", "/hops", build, timeout=30)
                 self.relayed.clear()
                 self._addressing(0)  # the servers' gateway back on the gw box
+        self._restore_mtus()
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._leases is not None:
             self._leases.close()  # releases every lease of the run

@@ -31,8 +31,10 @@ class PepFailed(TestbedError):
     pass
 
 
-def edges(p: PepSettings) -> list[str]:
-    return ["gw", "st"] if p.edges == "both" else [p.edges]
+def edges(p: PepSettings, tb: Testbed) -> list[str]:
+    """The roles a PEP runs at: `st` means every terminal's st edge (satlab.testbed.terminals)."""
+    st_edges = tb.topo.edges[1:] if tb.topo else ["st"]
+    return {"gw": ["gw"], "st": st_edges, "both": ["gw", *st_edges]}[p.edges]
 
 
 def pep_config(
@@ -48,7 +50,7 @@ def pep_config(
     if cc:
         settings["congestion_control"] = cc
     return {
-        "edge": role,
+        "edge": "gw" if role == "gw" else "st",  # st2, ...: another terminal's st edge
         "intercept": {
             "terrestrial_interfaces": ["lan"],
             "satellite_interface": "sat0",
@@ -65,7 +67,7 @@ def start(p: PepSettings | None, tb: Testbed, loaded: LoadedSchemes | None = Non
     (satlab.testbed.schemes); `loaded` names its instance there (None: kernel algorithms only)."""
     if p is None:
         return []
-    roles = edges(p)
+    roles = edges(p, tb)
     for role in roles:
         cc = loaded.cc_for(role, p.congestion_control) if loaded else p.congestion_control
         path = tb.dir / f"pep-{role}.yaml"

@@ -49,7 +49,7 @@ from satlab.scenario import (
 from satlab.schemes import project_scheme
 from satlab.settings import EMULATOR_CONTROL_LISTEN
 from satlab.testbed import gateway as edge_gateway
-from satlab.testbed import hops, withhold
+from satlab.testbed import hops, terminals, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.backend import create_testbed
@@ -254,7 +254,12 @@ def run_one(
         gw = spec.configuration.gateway is not None
         with (
             create_testbed(
-                sc.hosts.servers, sc.hosts.clients, sc.hosts.mtu_bytes, gw, hops.cross_hosts(sc)
+                sc.hosts.servers,
+                sc.hosts.clients,
+                sc.hosts.mtu_bytes,
+                gw,
+                hops.cross_hosts(sc),
+                terminals.counts(sc.hosts),
             ) as tb,
             _opensand_entities(spec, tb, artifacts) as satlink,
         ):
@@ -342,7 +347,12 @@ def _execute(
     _wait(sc, tb, run.senders, t0, progress, run.edges, satlink)
     stopped = _stop_all(sc, tb, run)
     flows = [
-        _flow_summary(i, t, stopped.flows[i], stopped.sinks[i], t0, udp_rates.get(i), capacities)
+        {
+            **_flow_summary(
+                i, t, stopped.flows[i], stopped.sinks[i], t0, udp_rates.get(i), capacities
+            ),
+            **terminals.flow_terminal(sc.hosts, t),
+        }
         for i, t in enumerate(sc.traffic)
     ]
     out = _component_records(tb, run, stopped)
@@ -378,7 +388,7 @@ def _load_schemes(sc: Scenario, conf: Configuration, tb: Testbed) -> host_scheme
             senders_cc.setdefault(sender, set()).add(cc)
             pairs.append((sender, receiver, cc))
     if conf.pep is not None:  # the PEP's satellite leg may run a project algorithm too
-        for role in edge_pep.edges(conf.pep):
+        for role in edge_pep.edges(conf.pep, tb):
             senders_cc.setdefault(role, set()).add(conf.pep.congestion_control)
     wanted = host_schemes.hosts_needing(senders_cc, pairs)
     eten = host_schemes.EtenOptions(
@@ -394,9 +404,9 @@ def _start_emulator(
 ) -> TelemetryReader:
     """The link's emulator, started and streaming its telemetry."""
     cfg_path = tb.dir / "emulator.yaml"
-    cfg_path.write_text(
-        yaml.safe_dump(emulator_config(spec, tb, sc.sample_period_ms, oracle=loaded.oracle))
-    )
+    cfg = emulator_config(spec, tb, sc.sample_period_ms, oracle=loaded.oracle)
+    terminals.fill_beam_prefixes(cfg, sc.hosts)  # hosts.terminals: where each terminal's hosts are
+    cfg_path.write_text(yaml.safe_dump(cfg))
     start = ProcessStart(id="emulator", kind="emulator", args=["--config", str(cfg_path)])
     tb.agent("emu", "POST", "/processes", start)
     telemetry = TelemetryReader(tb.dir / "emulator.sock")
@@ -418,7 +428,7 @@ def _start_link_and_hosts(
     hop_emulators = hops.start(tb, sc, spec)  # path.terrestrial: an emulator per hop
     edges = _start_gateways(sc, spec, tb)
     peps = edge_pep.start(conf.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
-    hosts = [r for r in tb.topo.host_roles if r not in ("gw", "st")] if tb.topo else []
+    hosts = [r for r in tb.topo.host_roles if r not in tb.topo.edges] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
     pcaps = _start_captures(sc, tb, hosts, artifacts)
     tcp_receivers: dict[str, list[int]] = {}
@@ -736,69 +746,88 @@ def _flow_summary(
     udp_rate: float | None = None,
     capacities: dict[str, float] | None = None,
 ) -> dict[str, Any]:
+    """One traffic item's line of the run summary: what every kind reports, then its own figures."""
     out: dict[str, Any] = {"traffic": i, "kind": t.kind, "direction": t.direction}
     res, rcv = sender.get("result") or {}, sink.get("result") or {}
     if t.stop_s is not None:
         # when the sender stopped on its stop time; None: it ended before (or was not heard from)
         out["stop_s"] = _since(res.get("t_stop"), t0)
     if isinstance(t, UdpCross):
-        udp = rcv.get("udp", {})
-        sent = res.get("packets_sent", 0)
-        out.update(
-            packets_sent=sent,
-            packets_received=udp.get("packets", 0),
-            loss_fraction=(1 - udp.get("packets", 0) / sent) if sent else None,
-            goodput_bps=_rate(udp.get("bytes", 0), res.get("t_start"), udp.get("t_last")),
-            rate_bps=udp_rate,
-            start_s=_since(res.get("t_start"), t0),
-            first_byte_s=_since(udp.get("t_first"), t0),
-            last_byte_s=_since(udp.get("t_last"), t0),
-        )
-        if t.rate_share is not None and capacities is not None:
-            out.update(
-                rate_share=t.rate_share, capacity_bps=capacities[_LINK_DIRECTION[t.direction]]
-            )
+        out.update(_udp_figures(t, res, rcv, t0, udp_rate, capacities))
         return out
     conns = rcv.get("connections", [])
-    received = sum(c["bytes"] for c in conns)
     out.update(
         first_byte_s=_since(min((c["t_first"] for c in conns if c["t_first"]), default=None), t0),
         last_byte_s=_since(max((c["t_last"] for c in conns if c["t_last"]), default=None), t0),
     )
     if isinstance(t, BulkTcp):
-        sc_conns = res.get("connections", [])
-        # A sender stopped at the end of the run (its queued data still draining over a slow,
-        # lossy link) reports nothing: its connections then start when the sink accepted them.
-        starts = [c["t_start"] for c in sc_conns if "t_start" in c] or [
-            c["t_accept"] for c in conns if c.get("t_accept")
-        ]
-        lasts = [c["t_last"] for c in conns if c["t_last"]]
-        complete = (
-            bool(sc_conns)
-            and all(c.get("complete") for c in sc_conns)
-            and sender["state"] == "done"
-        )
-        ends = [c["t_eof"] for c in conns if c["t_eof"]]
-        out.update(
-            bytes_received=received,
-            parallel=t.parallel,
-            complete=complete,
-            goodput_bps=_rate(received, min(starts, default=None), max(lasts, default=None)),
-            completion_s=(max(ends) - min(starts)) if complete and ends and starts else None,
-            start_s=(min(starts) - t0) if starts else None,
-        )
+        out.update(_bulk_figures(t, res, conns, sender["state"], t0))
     else:
-        fcts = [f["fct_s"] for f in res.get("flows", []) if "fct_s" in f]
-        starts = [f["t_start"] for f in res.get("flows", [])]
-        out.update(
-            start_s=_since(min(starts, default=None), t0),
-            bytes_received=received,
-            objects=t.count,
-            completed=len(fcts),
-            fct_s=fcts,
-            mean_fct_s=sum(fcts) / len(fcts) if fcts else None,
-        )
+        out.update(_short_flow_figures(t, res, conns, t0))
     return out
+
+
+def _udp_figures(
+    t: UdpCross,
+    res: dict[str, Any],
+    rcv: dict[str, Any],
+    t0: float,
+    udp_rate: float | None,
+    capacities: dict[str, float] | None,
+) -> dict[str, Any]:
+    udp = rcv.get("udp", {})
+    sent = res.get("packets_sent", 0)
+    out: dict[str, Any] = dict(
+        packets_sent=sent,
+        packets_received=udp.get("packets", 0),
+        loss_fraction=(1 - udp.get("packets", 0) / sent) if sent else None,
+        goodput_bps=_rate(udp.get("bytes", 0), res.get("t_start"), udp.get("t_last")),
+        rate_bps=udp_rate,
+        start_s=_since(res.get("t_start"), t0),
+        first_byte_s=_since(udp.get("t_first"), t0),
+        last_byte_s=_since(udp.get("t_last"), t0),
+    )
+    if t.rate_share is not None and capacities is not None:
+        out.update(rate_share=t.rate_share, capacity_bps=capacities[_LINK_DIRECTION[t.direction]])
+    return out
+
+
+def _bulk_figures(
+    t: BulkTcp, res: dict[str, Any], conns: list[dict[str, Any]], state: str, t0: float
+) -> dict[str, Any]:
+    sc_conns = res.get("connections", [])
+    # A sender stopped at the end of the run (its queued data still draining over a slow,
+    # lossy link) reports nothing: its connections then start when the sink accepted them.
+    starts = [c["t_start"] for c in sc_conns if "t_start" in c] or [
+        c["t_accept"] for c in conns if c.get("t_accept")
+    ]
+    lasts = [c["t_last"] for c in conns if c["t_last"]]
+    complete = bool(sc_conns) and all(c.get("complete") for c in sc_conns) and state == "done"
+    ends = [c["t_eof"] for c in conns if c["t_eof"]]
+    received = sum(c["bytes"] for c in conns)
+    return dict(
+        bytes_received=received,
+        parallel=t.parallel,
+        complete=complete,
+        goodput_bps=_rate(received, min(starts, default=None), max(lasts, default=None)),
+        completion_s=(max(ends) - min(starts)) if complete and ends and starts else None,
+        start_s=(min(starts) - t0) if starts else None,
+    )
+
+
+def _short_flow_figures(
+    t: ShortFlows, res: dict[str, Any], conns: list[dict[str, Any]], t0: float
+) -> dict[str, Any]:
+    fcts = [f["fct_s"] for f in res.get("flows", []) if "fct_s" in f]
+    starts = [f["t_start"] for f in res.get("flows", [])]
+    return dict(
+        start_s=_since(min(starts, default=None), t0),
+        bytes_received=sum(c["bytes"] for c in conns),
+        objects=t.count,
+        completed=len(fcts),
+        fct_s=fcts,
+        mean_fct_s=sum(fcts) / len(fcts) if fcts else None,
+    )
 
 
 def _since(t: float | None, t0: float) -> float | None:

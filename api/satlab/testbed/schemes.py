@@ -135,7 +135,8 @@ def start(
             if scheme.tc_ingress:
                 # Notices arrive on an end host's only interface; at an edge (a PEP's satellite
                 # leg runs the scheme there) on the satellite side, where the far edge sends them.
-                args += ["--tc-ingress", "sat0" if role in ("gw", "st") else "eth0"]
+                edges = tb.topo.edges if tb.topo else ["gw", "st"]
+                args += ["--tc-ingress", "sat0" if role in edges else "eth0"]
             if scheme.object == "eten.bpf.o":
                 args += ["--set", f"eten_config={eten.config_hex()}"]
             if scheme.object == "ecnld.bpf.o":

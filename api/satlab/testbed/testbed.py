@@ -121,11 +121,13 @@ class Testbed:
         mtu: int = 1500,
         gateway: bool = False,
         hops: list[int] | None = None,
+        terminal_clients: list[int] | None = None,
     ) -> None:
         self.id = secrets.token_hex(2)
         self.servers, self.clients, self.mtu = servers, clients, mtu
         self.gateway = gateway  # splice satlab-gateway in at both edges (topology.build)
         self.hops = list(hops or [])  # terrestrial hops: cross hosts at each end of each
+        self.terminal_clients = terminal_clients  # several terminals (satlab.testbed.terminals)
         self.dir = self._run_dir()
         self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
         self.topo: topology.Topology | None = None
@@ -142,7 +144,13 @@ class Testbed:
         self._save_state()
         try:
             self.topo = topology.build(
-                self.id, self.servers, self.clients, self.mtu, self.gateway, self.hops
+                self.id,
+                self.servers,
+                self.clients,
+                self.mtu,
+                self.gateway,
+                self.hops,
+                self.terminal_clients,
             )
             self._start_agents()
             self._configure_forwarding()
@@ -211,10 +219,11 @@ class Testbed:
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None
-        for edge in ("gw", "st", *self.topo.routers):
+        for edge in (*self.topo.edges, *self.topo.routers):
             self.agent(edge, "POST", "/sysctl", {"net.ipv4.ip_forward": 1})
         # Real packet sizes on every wire: the emulator must see each 1500-byte packet on its own,
-        # and checksums must be complete before it flips bits (DESIGN.md, platform facts).
+        # and checksums must be complete before it flips bits (veth passes GSO super-packets and
+        # partial checksums otherwise).
         for role in self.topo.host_roles + self.topo.routers:
             self.agent(
                 role, "POST", "/offloads", {"interfaces": topology.interfaces(self.topo, role)}
@@ -263,7 +272,7 @@ class Testbed:
         if s.initial_cwnd_packets:
             metrics["initcwnd"] = s.initial_cwnd_packets
         for role in self.topo.host_roles:
-            if role in ("gw", "st"):
+            if role in self.topo.edges:
                 continue
             out = self.agent(role, "POST", "/sysctl", sysctls)
             if out["failed"]:

@@ -1,4 +1,5 @@
-"""The testbed topology of DESIGN.md built with netlink (pyroute2), one network namespace per box.
+"""The testbed topology (README, "Architecture") built with netlink (pyroute2), one network
+namespace per box.
 
     srv1..N --[lan bridge]-- gw --sat0~~[emu: gw | st]~~sat0-- st --[lan bridge]-- cli1..M
 
@@ -17,6 +18,10 @@ a kernel link: this kernel has no netem, and HTB/TBF shape a rate but add no del
 hosts of hop N sit on the LANs of its two ends (xNsI on the servers' side, xNcI on the clients'
 side), so their traffic crosses hop N and no other link.
 
+Several satellite terminals (a scenario's hosts.terminals, satlab.testbed.terminals) give each its
+st edge (st, st2, ...) with its clients, the edges joined to the emulator's st port by a bridge in
+namespace `sw` (a switch: no agent, no address).
+
 Addresses come from 10.250.0.0/16, which exists only inside the namespaces; several testbeds can use
 the same addresses at once because each has its own namespaces. Namespace names carry the project
 prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by name.
@@ -25,6 +30,7 @@ prefix `sl` and the testbed id, so a sweeper finds leftovers of a crashed run by
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import socket
 import threading
@@ -34,7 +40,6 @@ from typing import Any
 from pyroute2 import NetNS, netns
 
 from satlab.agent.namespaces import (
-    CLIENT_NET,
     SAT_NET,
     SERVER_NET,
     abort_tcp,
@@ -44,6 +49,7 @@ from satlab.agent.namespaces import (
     lan_net,
     router,
 )
+from satlab.testbed import terminals
 
 PREFIX = "sl"
 GATEWAY_INSIDE = {"gw": "gwx", "st": "stx"}  # the gateway's router-side port (peer of sat0)
@@ -69,6 +75,7 @@ class Topology:
     mtu: int
     gateway: bool = False
     hops: list[int] = field(default_factory=list)  # cross hosts at each end, per terrestrial hop
+    terminals: list[int] = field(default_factory=list)  # clients per terminal; []: one terminal
     boxes: dict[str, Box] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
@@ -83,6 +90,11 @@ class Topology:
     def host_roles(self) -> list[str]:
         """The end hosts and the two satellite edges (no emulators, no terrestrial routers)."""
         return [r for r in self.boxes if not _EMULATOR_ROLE.fullmatch(r) and r not in self.routers]
+
+    @property
+    def edges(self) -> list[str]:
+        """The satellite edges: gw and every terminal's st edge."""
+        return ["gw"] + [t.edge for t in terminals.plan(self.terminals)]
 
     @property
     def routers(self) -> list[str]:
@@ -115,15 +127,23 @@ def build(
     mtu: int = 1500,
     gateway: bool = False,
     hops: list[int] | None = None,
+    terminal_clients: list[int] | None = None,
 ) -> Topology:
     """Create every namespace, link, address and route. `hops` gives, per terrestrial hop from the
-    servers, its cross hosts at each end. On any error, removes what it made."""
-    topo = Topology(testbed_id, servers, clients, mtu, gateway, list(hops or []))
+    servers, its cross hosts at each end; `terminal_clients` the clients behind each of several
+    terminals (None: one terminal). On any error, removes what it made."""
+    topo = Topology(
+        testbed_id, servers, clients, mtu, gateway, list(hops or []), list(terminal_clients or [])
+    )
+    if topo.gateway and len(topo.terminals) > 1:
+        raise ValueError("the edge gateway runs on one st edge: not with several terminals yet")
     roles = [f"srv{i}" for i in range(1, servers + 1)]
     for k, cross in enumerate(topo.hops, 1):
         roles += [router(k), hop_box(k)]
         roles += [cross_host(k, end, i) for end in "sc" for i in range(1, cross + 1)]
-    roles += ["gw", "emu", "st"] + [f"cli{i}" for i in range(1, clients + 1)]
+    roles += ["gw", "emu"] + topo.edges[1:] + [f"cli{i}" for i in range(1, clients + 1)]
+    if len(topo.terminals) > 1:
+        roles.append(terminals.SWITCH)
     try:
         handles: dict[str, NetNS] = {}
         for role in roles:
@@ -144,11 +164,13 @@ def build(
 
 def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
     def veth(a: str, a_if: str, b: str, b_if: str) -> None:
-        h[a].link("add", ifname=a_if, kind="veth", peer={"ifname": b_if, "net_ns_fd": topo.ns(b)})
+        peer = {"ifname": b_if, "net_ns_fd": namespace_name(topo.testbed_id, b)}
+        h[a].link("add", ifname=a_if, kind="veth", peer=peer)
         _up(h[a], a_if, mtu)
         _up(h[b], b_if, mtu)
         for role, ifname in ((a, a_if), (b, b_if)):
-            topo.boxes[role].interfaces.append(ifname)
+            if role in topo.boxes:  # not the switch
+                topo.boxes[role].interfaces.append(ifname)
 
     def addr(role: str, ifname: str, address: str, prefixlen: int = 24) -> None:
         h[role].addr(
@@ -176,7 +198,7 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         hosts = [cross_host(hop, end, i) for i in range(1, topo.hops[hop - 1] + 1)]
         return [(x, x, base + i) for i, x in enumerate(hosts, 1)]  # bridge port named as the host
 
-    for role in h:
+    for role in (r for r in h if r != terminals.SWITCH):
         topo.boxes[role] = Box(role, namespace_name(topo.testbed_id, role), None)
 
     # The server side: positions 1..K are the routers r1..rK, position K+1 the gw edge.
@@ -197,10 +219,13 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         veth(positions[k], "up", hop_box(k), "st")
         addr(positions[k - 1], "down", f"{hop_net(k)}.1")
         addr(positions[k], "up", f"{hop_net(k)}.2")
-    lan("st", CLIENT_NET, [(f"cli{i}", f"p{i}", 10 + i) for i in range(1, topo.clients + 1)])
+    terms = terminals.plan(topo.terminals or [topo.clients])
+    for t in terms:
+        lan(t.edge, t.net, [(f"cli{i}", f"p{i}", 10 + i) for i in t.clients])
 
-    # The satellite: each edge's satellite-side interface cabled to the emulator box.
-    for edge in ("gw", "st"):
+    # The satellite: each edge's satellite-side interface cabled to the emulator box (several
+    # terminals' edges through the switch).
+    for edge in topo.edges if len(terms) == 1 else ["gw"]:
         if topo.gateway:
             veth(edge, "sat0", edge, GATEWAY_INSIDE[edge])
             veth(edge, "wan", "emu", edge)
@@ -212,12 +237,18 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
             h[edge].link("set", index=wan, flags=IFF_NOARP, change=IFF_NOARP)
         else:
             veth(edge, "sat0", "emu", edge)  # the emulator's ports are named gw and st
+    if len(terms) > 1:  # the switch: a port to the emulator's st port, one per st edge
+        veth(terminals.SWITCH, "emu", "emu", "st")
+        for t in terms:
+            veth(t.edge, "sat0", terminals.SWITCH, t.edge)
+        _bridge(h[terminals.SWITCH], ["emu"] + [t.edge for t in terms], mtu)
     addr("gw", "sat0", f"{SAT_NET}.1")
-    addr("st", "sat0", f"{SAT_NET}.2")
-    h["gw"].route("add", dst=f"{CLIENT_NET}.0/24", gateway=f"{SAT_NET}.2")
-    h["st"].route("add", dst=f"{SERVER_NET}.0/24", gateway=f"{SAT_NET}.1")
     topo.boxes["gw"].address = f"{SAT_NET}.1"
-    topo.boxes["st"].address = f"{SAT_NET}.2"
+    for t in terms:
+        addr(t.edge, "sat0", t.sat_address)
+        h["gw"].route("add", dst=f"{t.net}.0/24", gateway=t.sat_address)
+        h[t.edge].route("add", dst=f"{SERVER_NET}.0/24", gateway=f"{SAT_NET}.1")
+        topo.boxes[t.edge].address = t.sat_address
 
     # Routes along the hops: toward the satellite by default, back by each network behind.
     for p, box in enumerate(positions, 1):
@@ -229,8 +260,16 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
     hop_side = [lan_net(p) for p in range(2, k_hops + 2)] + [
         hop_net(k) for k in range(1, k_hops + 1)
     ]
-    for net in hop_side:  # SERVER_NET has its route already
-        h["st"].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
+    for net, t in itertools.product(hop_side, terms):  # SERVER_NET has its route already
+        h[t.edge].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
+
+
+def _bridge(ns: NetNS, ports: list[str], mtu: int) -> None:
+    """A Linux bridge `br` in `ns` over `ports` (no VLAN filtering: untagged terminals)."""
+    ns.link("add", ifname="br", kind="bridge")
+    bridge = _up(ns, "br", mtu)
+    for port in ports:
+        ns.link("set", index=ns.link_lookup(ifname=port)[0], master=bridge)
 
 
 def new_namespace(name: str) -> None:
