@@ -23,9 +23,10 @@ bench-emulator: setup  ## Emulator benchmark: throughput ratio, delay error, rat
 bench-gateway: setup  ## Gateway benchmark: TCP throughput with the gateway in the path vs the emulator alone
 	@.venv/bin/python tests/bench/gateway_bench.py
 
-bench-beam:  ## Forward beam: model throughput, CPU per Gbit/s and peak RSS for 1, 16, 64 and 1000 terminals (crates/linkmodel/examples/beam_speed.rs); return beam: DAMA request-to-grant lag and first-packet delay for 100 and 1000 terminals (return_beam_speed.rs)
+bench-beam: setup  ## Forward beam: model throughput, CPU per Gbit/s and peak RSS for 1, 16, 64 and 1000 terminals (crates/linkmodel/examples/beam_speed.rs); return beam: DAMA request-to-grant lag and first-packet delay for 100 and 1000 terminals (return_beam_speed.rs); the emulator binary on namespaces, 1 vs 100 terminals at 99 % of a 500 Msym/s carrier, 5 minutes of RSS, 1000 terminals' start (tests/bench/beam_bench.py; root, about 10 min)
 	@cargo run --release -q -p linkmodel --example beam_speed
 	@cargo run --release -q -p linkmodel --example return_beam_speed
+	@.venv/bin/python tests/bench/beam_bench.py --rain
 
 bench-pep: setup  ## Split-TCP PEP: relayed throughput, CPU per Gbit/s, connection set-up rate (PEPSAL_BIN: side by side)
 	@.venv/bin/python tests/bench/pep_bench.py

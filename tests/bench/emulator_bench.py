@@ -164,16 +164,20 @@ def sink_trial(
     gen_cpu: str | None,
     size: int = 1500,
     steady_after_s: float | None = None,
+    argv: list[str] | None = None,
+    on_tick: Callable[[float], None] | None = None,
 ) -> Trial:
     """One paced GSO run of `size`-byte IP packets gw-host -> sink, with the CPU time of the
-    system under test (`sut_pid`) when given.
+    system under test (`sut_pid`) when given. `argv`: the generator's command when not the
+    default (to st-host's address).
 
     With `steady_after_s`, the sink's counter is also sampled every 250 ms while the sender runs,
     and the rate counted from that many seconds after the start to the sender's end (the link's
-    delay and the ramp excluded) is the trial's steady rate."""
+    delay and the ramp excluded) is the trial's steady rate; `on_tick(seconds since the start)`
+    is called at each sample."""
     c0 = sink.packets()
     cpu0 = proc_stat(sut_pid)[0] if sut_pid else 0.0
-    argv = gso_send_argv(topo.st_ip, rate_bps, size, duration_s)
+    argv = argv or gso_send_argv(topo.st_ip, rate_bps, size, duration_s)
     t0 = time.monotonic()
     tx = topo.spawn(topo.gw, pinned(gen_cpu, argv), stdout=subprocess.PIPE)
     samples: list[tuple[float, int]] = []
@@ -183,6 +187,8 @@ def sink_trial(
             before = time.monotonic()
             count = sink.packets()  # an nft call: stamp the sample with the middle of it
             samples.append(((before + time.monotonic()) / 2 - t0, count))
+            if on_tick is not None:
+                on_tick(time.monotonic() - t0)
     out_tx, _ = tx.communicate(timeout=duration_s + 30)
     topo.procs.remove(tx)
     s = json.loads(out_tx)

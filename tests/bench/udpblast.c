@@ -1,6 +1,6 @@
 /* udpblast: a paced UDP traffic generator and receiver for the emulator benchmark.
  *
- *   udpblast send DST PORT RATE_BPS IP_SIZE DURATION_S [BATCH] [GSO_SEGS]
+ *   udpblast send DST PORT RATE_BPS IP_SIZE DURATION_S [BATCH] [GSO_SEGS] [NDST]
  *   udpblast recv PORT IDLE_MS MAX_S [BIN_MS]
  *
  * send: IP packets of IP_SIZE bytes (UDP payload IP_SIZE-28) at RATE_BPS (IP bits/s) for DURATION_S,
@@ -10,6 +10,8 @@
  *   that the kernel cuts apart (same packets on the wire; one core offers 10 Gbit/s of 1500-byte
  *   packets this way into the bench's counting sink; the route's device must offer tx
  *   checksumming, and the packets leave with partial checksums).
+ *   NDST > 1: the messages go in turn to NDST consecutive IPv4 addresses from DST (a beam's
+ *   terminals, one address each); one message's GSO_SEGS packets share its address.
  * recv: counts packets until IDLE_MS without one (after the first) or MAX_S. One-way delay per
  *   packet = kernel receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME) - send time, in a 1 us
  *   histogram; also IP bytes per BIN_MS bin (default 100) since the first packet. Prints one JSON
@@ -58,6 +60,8 @@ static int do_send(int argc, char **argv) {
     double dur = atof(argv[6]);
     int batch = argc > 7 ? atoi(argv[7]) : 32;
     int segs = argc > 8 ? atoi(argv[8]) : 1;
+    int ndst = argc > 9 ? atoi(argv[9]) : 1;
+    if (ndst < 1 || ndst > 65536) { fprintf(stderr, "bad NDST\n"); return 2; }
     if (batch < 1) batch = 1;
     if (batch > MAXB) batch = MAXB;
     if (size < 44 || size > 65507) { fprintf(stderr, "bad size\n"); return 2; }
@@ -74,7 +78,9 @@ static int do_send(int argc, char **argv) {
     }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, dst, &a.sin_addr);
-    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); return 1; }
+    if (ndst == 1 && connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); return 1; }
+    uint32_t first = ntohl(a.sin_addr.s_addr), next_dst = 0;
+    static struct sockaddr_in dsts[MAXB];
     static char bufs[MAXB][65536];
     struct mmsghdr msgs[MAXB];
     struct iovec iov[MAXB];
@@ -112,6 +118,13 @@ static int do_send(int argc, char **argv) {
         for (int i = 0; i < m; i++) {
             int k = i < m - 1 ? segs : n - i * segs;
             iov[i].iov_len = (size_t)k * plen;
+            if (ndst > 1) {
+                dsts[i] = a;
+                dsts[i].sin_addr.s_addr = htonl(first + next_dst);
+                next_dst = (next_dst + 1) % (uint32_t)ndst;
+                msgs[i].msg_hdr.msg_name = &dsts[i];
+                msgs[i].msg_hdr.msg_namelen = sizeof dsts[i];
+            }
             for (int j = 0; j < k; j++) {
                 uint64_t q = seq + (uint64_t)i * segs + j;
                 memcpy(bufs[i] + j * plen, &q, 8);
