@@ -521,13 +521,6 @@ class Scenario(Strict):
             counts = [t.clients for t in terms]
             beam_hosts.check_terminal_clients(names or [], counts, self.hosts.clients, MAX_CLIENTS)
         beam_hosts.check_against_link(names, self.link)
-        if names and len(names) > 1:
-            for i, c in enumerate(self.configurations):
-                if c.gateway is not None:
-                    raise ValueError(
-                        f"configurations.{i}.gateway: not yet with several hosts.terminals "
-                        "(its bump is wired on the one st edge of a one-terminal testbed)"
-                    )
         return self
 
     @model_validator(mode="after")

@@ -4,6 +4,7 @@ the field), the testbed's plan of st edges and addresses, and the prefixes the r
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from satlab.scenario import ScenarioError, parse_scenario
 from satlab.testbed import terminals
 from satlab.testbed import testbed as native
 from satlab.testbed.backend import create_testbed
+from satlab.testbed.gateway import gateway_config
 
 
 def _beam(*names: str) -> dict[str, Any]:
@@ -82,10 +84,17 @@ def test_a_beam_with_prefixes_needs_no_hosts_terminals() -> None:
     assert parse_scenario(_scenario({"clients": 2}, link)).hosts.terminals is None
 
 
-def test_the_edge_gateway_is_refused_with_several_terminals() -> None:
-    conf = {"name": "c", "gateway": {}}
-    with pytest.raises(ScenarioError, match=r"configurations\.0\.gateway: not yet with several"):
-        parse_scenario(_scenario(TWO, _beam("a", "b"), configurations=[conf]))
+def test_every_terminals_st_edge_gets_an_st_gateway_of_its_own() -> None:
+    conf = {"name": "c", "gateway": {"eten": True}}
+    sc = parse_scenario(_scenario(TWO, _beam("a", "b"), configurations=[conf]))
+    g = sc.configurations[0].gateway
+    assert g is not None
+    second = terminals.plan([2, 1])[1]
+    cfg = gateway_config(g, second.edge, second.sat_address, Path("/t/telemetry-st2.sock"), 7)
+    assert (cfg["role"], cfg["ports"]) == ("st", {"inside": "stx", "outside": "wan"})
+    assert cfg["eten"] == {**cfg["eten"], "enabled": True, "source_ip": "10.250.2.3"}
+    assert cfg["telemetry"]["socket"] == "/t/telemetry-st2.sock"
+    assert gateway_config(g, "gw", "10.250.2.1", Path("/t/e.sock"), 7)["ports"]["inside"] == "gwx"
 
 
 @pytest.mark.parametrize(

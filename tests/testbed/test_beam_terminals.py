@@ -122,3 +122,38 @@ def test_a_pep_runs_on_every_terminals_st_edge(emulator_bin: Path) -> None:
         (conn,) = res["pep"][edge]["connections"]
         assert conn["accepted_from"] == "satellite" and conn["server"].startswith(client + ":")
         assert conn["bytes_client_to_server"] > 100_000, conn
+
+
+def test_each_terminals_st_edge_runs_its_own_edge_gateway(emulator_bin: Path) -> None:
+    """A gateway scheme (CETEN, whose gateway samples every packet event of the link) on two
+    terminals: gw, st and st2 each run satlab-gateway; each st edge's gateway forwards its own
+    client's data (and stamps its CETEN options), and its telemetry, the relay's share for its
+    terminal, holds the events of its own packets only: as many corruption samples as frames
+    the link brought it, not the two terminals' sum (satlab.testbed.edge_telemetry)."""
+    data = copy.deepcopy(SCENARIO)
+    data["duration_s"] = 4.0
+    for flow in data["traffic"]:
+        flow["duration_s"] = 4.0
+    data["hosts"]["settings"] = {"timestamps": False}
+    data["configurations"] = [
+        {
+            "name": "ceten",
+            "transport": {"congestion_control": "sl_ceten"},
+            "gateway": {"eten": True, "ceten": True},
+        }
+    ]
+    sc = parse_scenario(data)
+    res = run_one(sc, expand_runs(sc)[0])
+    assert res["status"] == "ok", res.get("error")
+    flows = {f["terminal"]: f for f in res["flows"]}
+    assert all(f["bytes_received"] > 50_000 for f in flows.values()), flows
+    assert set(res["gateway"]) == {"gw", "st", "st2"}
+    counters = {edge: res["gateway"][edge]["counters"] for edge in ("st", "st2")}
+    for edge, c in counters.items():
+        assert c["ingress_tx_frames"] > 50 and c["ceten_stamped"] > 50, (edge, c)
+        assert c["telemetry_connects"] >= 1 and c["telemetry_lines"] > 0, (edge, c)
+        # ARP broadcasts reach every edge and name no terminal: a few frames more than samples
+        own = c["ceten_corruption_samples"] / c["ingress_rx_frames"]
+        assert 0.8 < own <= 1.05, (edge, c)
+    both = sum(c["ceten_corruption_samples"] for c in counters.values())
+    assert all(c["ceten_corruption_samples"] < 0.9 * both for c in counters.values()), counters

@@ -143,17 +143,78 @@ def test_the_st_box_builds_further_terminals_reachable_across_the_satellite(
             st_box.wait(10)
 
 
+def test_with_the_gateway_an_extra_edge_is_built_with_its_bump(tmp_path: Path) -> None:
+    """POST /terminals with `gateway`: terminal 2's edge has the gateway's ports, its macvlan as
+    `wan` (no ARP, strict reverse-path filter: the kernel leaves its frames to the gateway) and
+    sat0 a veth to `stx` with the macvlan's MAC, the station the far edge reaches
+    (satlab.agent.terminalbox); the run test below carries data through it."""
+    extra = terminals.plan([1, 1])[1:]
+    build = containers.ContainerTestbed(clients=2, terminal_clients=[1, 1], gateway=True)
+    plan = build._terminals_build(extra)
+    assert plan["gateway"] is True
+    with Testbed() as tb:
+        assert tb.topo is not None
+        boxes = tmp_path / "boxes"
+        boxes.mkdir()
+        st_box = _box_agent(tb.topo.ns("st"), boxes)
+        try:
+            built = request(str(boxes / "st.sock"), "POST", "/terminals", plan, 60)["boxes"]
+            assert built["st2"]["interfaces"] == ["sat0", "p2", "stx", "wan"]
+            pid = request(str(boxes / "st2.sock"), "GET", "/health")["pid"]
+            links = json.loads(
+                subprocess.run(
+                    ["nsenter", f"--net=/proc/{pid}/ns/net", "ip", "-j", "-d", "link"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            by_name = {link["ifname"]: link for link in links}
+            wan, sat0 = by_name["wan"], by_name["sat0"]
+            assert wan["linkinfo"]["info_kind"] == "macvlan" and "NOARP" in wan["flags"]
+            assert sat0["linkinfo"]["info_kind"] == "veth" and sat0["address"] == wan["address"]
+            assert by_name["stx"]["operstate"] != "DOWN"
+            rp = subprocess.run(
+                ["nsenter", f"--net=/proc/{pid}/ns/net", "sysctl", "-n"]
+                + ["net.ipv4.conf.wan.rp_filter"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert rp.stdout.strip() == "1"
+            sat0_addrs = json.loads(
+                subprocess.run(
+                    ["nsenter", f"--net=/proc/{pid}/ns/net", "ip", "-j", "-4", "addr", "show"]
+                    + ["dev", "sat0"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            assert sat0_addrs[0]["addr_info"][0]["local"] == "10.250.2.3"
+            request(str(boxes / "st.sock"), "POST", "/terminals", {**plan, "terminals": []})
+        finally:
+            st_box.terminate()
+            st_box.wait(10)
+
+
+@pytest.mark.parametrize("gateway", [False, True], ids=["plain", "gateway"])
 def test_two_terminals_run_on_the_container_testbed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emulator_bin: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emulator_bin: Path, gateway: bool
 ) -> None:
     """The product's runner on SATLAB_TESTBED=containers, its boxes a namespace testbed's with
     compose agents of their own (the compose wiring's interface names; gw's hopup and hoplan a
     veth pair): test_beam_terminals' two-terminal scenario runs, each terminal's download carries
-    data, the faded one the less, and closing puts the st box and the gw box's routes back."""
+    data, the faded one the less, and closing puts the st box and the gw box's routes back. With
+    a `gateway` section the edge gateway is spliced into the gw and st boxes and into terminal
+    2's edge in the st box (by its own agent), and each st edge's gateway forwards its client's
+    data."""
     data = copy.deepcopy(SCENARIO)
     data["duration_s"] = 3.0
     for flow in data["traffic"]:
         flow["duration_s"] = 3.0
+    if gateway:
+        data["configurations"] = [{"name": "beten-notifier", "gateway": {"eten": True}}]
     sc = parse_scenario(data)
     with Testbed() as tb:
         assert tb.topo is not None
@@ -173,6 +234,14 @@ def test_two_terminals_run_on_the_container_testbed(
             flows = {f["terminal"]: f for f in res["flows"]}
             assert all(f["bytes_received"] > 50_000 for f in flows.values()), flows
             assert flows["faded"]["goodput_bps"] < flows["clear"]["goodput_bps"], flows
+            if gateway:
+                assert set(res["gateway"]) == {"gw", "st", "st2"}
+                for edge in ("st", "st2"):
+                    c = res["gateway"][edge]["counters"]
+                    assert c["ingress_tx_frames"] > 50 and c["egress_tx_frames"] > 50, (edge, c)
+                    assert c["telemetry_connects"] >= 1, (edge, c)
+            # unspliced again: the st box's satellite side is its sat0
+            assert _in(tb.topo.ns("st"), "ip", "link", "show", "wan").returncode != 0
             assert sorted(p.name for p in boxes.glob("*.sock")) == [
                 f"{r}.sock" for r in ("cli1", "emu", "gw", "srv1", "st")
             ]

@@ -65,3 +65,4 @@ class TerminalsBuild(TypedDict):
     terminals: list[TerminalPlan]
     mtu: int
     uplink: str
+    gateway: NotRequired[bool]  # each edge with the edge gateway's bump (satlab.agent.terminalbox)

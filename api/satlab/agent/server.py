@@ -434,7 +434,10 @@ class Agent:
         with self.lock:
             try:
                 return 200, self.terminals.build(
-                    body["terminals"], int(body["mtu"]), str(body["uplink"])
+                    body["terminals"],
+                    int(body["mtu"]),
+                    str(body["uplink"]),
+                    bool(body.get("gateway")),
                 )
             except RuntimeError as exc:
                 return 500, {"error": f"terminals: {exc}"}

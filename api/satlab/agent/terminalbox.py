@@ -31,6 +31,7 @@ from typing import Any
 
 from satlab.agent import namespaces
 from satlab.agent.hopbox import SubAgents, _ip
+from satlab.agent.namespaces import ip_json
 from satlab.agent.requests import TerminalPlan
 
 
@@ -41,13 +42,16 @@ class TerminalBox(SubAgents):
         super().__init__(boxes, workdir / "terminals")
         self.made: list[str] = []  # the namespaces this box made, in order
 
-    def build(self, terminals: list[TerminalPlan], mtu: int, uplink: str) -> dict[str, Any]:
+    def build(
+        self, terminals: list[TerminalPlan], mtu: int, uplink: str, gateway: bool = False
+    ) -> dict[str, Any]:
         """Replaces whatever an earlier run left with `terminals` (their edges on macvlans of
-        `uplink`); returns each role's address, default gateway and data interfaces."""
+        `uplink`, with the edge gateway's bump if `gateway`); returns each role's address,
+        default gateway and data interfaces."""
 
         def wire(boxes: dict[str, dict[str, Any]]) -> None:
             for t in terminals:
-                self._terminal(t, mtu, uplink, boxes)
+                self._terminal(t, mtu, uplink, boxes, gateway)
 
         return {"boxes": self._replace(wire)}
 
@@ -58,18 +62,27 @@ class TerminalBox(SubAgents):
         boxes[role] = {"lan_gateway": None, **box}
 
     def _terminal(
-        self, t: TerminalPlan, mtu: int, uplink: str, boxes: dict[str, dict[str, Any]]
+        self,
+        t: TerminalPlan,
+        mtu: int,
+        uplink: str,
+        boxes: dict[str, dict[str, Any]],
+        gateway: bool = False,
     ) -> None:
         """Edge t["edge"] as topology.build wires a terminal's st edge: sat0 (here a macvlan)
         at its satellite address, a LAN bridge `lan` at NET.1 with a veth pI per client cliI
-        (NET.(10+I)), routes to the gw edge's side by the gw edge."""
+        (NET.(10+I)), routes to the gw edge's side by the gw edge. With `gateway`, the macvlan
+        is the bump's `wan` and sat0 a veth to the gateway's `stx` (_bump)."""
         edge, net = t["edge"], t["net"]
         ports = [f"p{c}" for c in t["clients"]]
-        self._namespace(edge, boxes, address=t["sat_address"], interfaces=["sat0", *ports])
+        ifaces = ["sat0", *ports] + (["stx", "wan"] if gateway else [])
+        self._namespace(edge, boxes, address=t["sat_address"], interfaces=ifaces)
         tmp = f"m{edge}"  # sat0 is the uplink's name here: the macvlan takes it in the edge
         _ip("link", "add", "link", uplink, "name", tmp, "mtu", str(mtu), "type", "macvlan")
         _ip("link", "set", "dev", tmp, "netns", edge)
-        _ip("-n", edge, "link", "set", "dev", tmp, "name", "sat0")
+        _ip("-n", edge, "link", "set", "dev", tmp, "name", "wan" if gateway else "sat0")
+        if gateway:
+            self._bump(edge, mtu)
         _ip("-n", edge, "link", "set", "dev", "sat0", "up")
         _ip("-n", edge, "addr", "add", f"{t['sat_address']}/24", "dev", "sat0")
         # everything beyond the LAN (the servers, the hops' networks) is across the satellite
@@ -86,6 +99,23 @@ class TerminalBox(SubAgents):
             _ip("-n", cli, "link", "set", "dev", "eth0", "up")
             _ip("-n", cli, "addr", "add", f"{addr}/24", "dev", "eth0")
             _ip("-n", cli, "route", "add", "default", "via", f"{net}.1")
+
+    def _bump(self, edge: str, mtu: int) -> None:
+        """The edge gateway's ports on an extra edge (the agent's POST /splice does this for a
+        compose box's own NIC), built in place because a macvlan is a station by its MAC: the
+        frames satst brings to a MAC no macvlan has go to the parent, the st box's NIC. So the
+        router side sat0 (a veth to the gateway's stx) takes the macvlan's MAC, the one the far
+        edge learns by ARP through the gateway, and the macvlan `wan` stays that station. The
+        kernel must not take the link's frames on `wan` itself (they are addressed to its MAC
+        too): it answers no ARP there, and strict reverse-path filtering drops the IPv4 packets
+        it receives there (every source is routed by sat0), while the gateway's packet socket
+        still reads them, before the IP layer."""
+        mac = ip_json("-n", edge, "link", "show", "dev", "wan")[0]["address"]
+        _ip("-n", edge, "link", "set", "dev", "wan", "arp", "off", "up")
+        _ip("netns", "exec", edge, "sysctl", "-qw", "net.ipv4.conf.wan.rp_filter=1")
+        veth = f"link add name sat0 mtu {mtu} address {mac} type veth peer name stx"
+        _ip("-n", edge, *veth.split())
+        _ip("-n", edge, "link", "set", "dev", "stx", "up")
 
     def teardown(self) -> list[str]:
         """Stops the sub-agents (each stops its programs), aborts the TCP sockets left in each

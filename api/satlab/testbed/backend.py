@@ -32,10 +32,18 @@ def create_testbed(
     gateway: bool = False,
     hops: list[int] | None = None,
     terminal_clients: list[int] | None = None,
+    terminal_vlans: list[int] | None = None,
 ) -> Testbed:
     """`hops`: the cross hosts at each end of each terrestrial hop (satlab.testbed.hops);
-    `terminal_clients`: the clients behind each of several terminals (satlab.testbed.terminals)."""
+    `terminal_clients`: the clients behind each of several terminals (satlab.testbed.terminals);
+    `terminal_vlans`: each terminal's VLAN ID on the emulator's st port (terminals.vlans)."""
     kind = testbed_kind()
+    if terminal_vlans and kind == "containers":
+        raise TestbedError(
+            "link.forward.beam.terminals.0.vlan: VLAN-tagged terminals need the namespaces or "
+            "the hardware testbed; the containers testbed joins its st edges on the compose "
+            "network satst, which has no 802.1Q switch"
+        )
     if terminal_clients and kind == "hardware":
         raise TestbedError(
             f"hosts.terminals: {len(terminal_clients)} terminals need the namespaces or the "
@@ -54,7 +62,15 @@ def create_testbed(
         cls = HardwareTestbed
     else:
         raise TestbedError(f"SATLAB_TESTBED: {kind!r} is not one of {', '.join(KINDS)}")
-    return cls(servers, clients, mtu, gateway=gateway, hops=hops, terminal_clients=terminal_clients)
+    return cls(
+        servers,
+        clients,
+        mtu,
+        gateway=gateway,
+        hops=hops,
+        terminal_clients=terminal_clients,
+        terminal_vlans=terminal_vlans,
+    )
 
 
 def _state_dirs() -> list[Path]:

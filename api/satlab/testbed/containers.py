@@ -12,7 +12,8 @@ exactly as it drives a namespace testbed; only building and tearing down differ:
 - the per-run directory (emulator and gateway files, the telemetry socket) is on the shared volume
   (SATLAB_SHARED_DIR/runs/ID), where the boxes see it at the same path;
 - a configuration with a `gateway` section gets the edge gateway spliced into the gw and st boxes
-  by their agents (POST /splice: the same ports a namespace edge has), undone when the run ends;
+  by their agents (POST /splice: the same ports a namespace edge has), undone when the run ends,
+  and terminals 2..N's st edges are built with it (satlab.agent.terminalbox);
 - the end hosts' eBPF schemes, the PEP and the withholding receiver start through the agents as on
   namespaces; what differs is only where the kernel objects live: the boxes mount the host's BPF
   filesystem and cgroup v2 hierarchy (docker-compose.yml), each box's agent makes its scheme's pin
@@ -262,7 +263,7 @@ class ContainerTestbed(Testbed):
             TerminalPlan(edge=t.edge, net=t.net, sat_address=t.sat_address, clients=t.clients)
             for t in extra
         ]
-        return TerminalsBuild(terminals=plans, mtu=self.mtu, uplink="sat0")
+        return TerminalsBuild(terminals=plans, mtu=self.mtu, uplink="sat0", gateway=self.gateway)
 
     def _wire_terminals(self) -> None:
         """hosts.terminals: terminals 2..N, their st edges and clients, built by the st box's
@@ -299,7 +300,11 @@ class ContainerTestbed(Testbed):
     def _splice_gateways(self) -> None:
         """The edge gateway's two ports in each edge box, as topology.build wires a namespace
         edge: sat0 becomes a veth whose peer the gateway reads, the Docker interface toward the
-        emulator is renamed `wan` (its addresses and routes move with it)."""
+        emulator is renamed `wan` (its addresses and routes move with it). Terminals 2..N's
+        edges in the st box got theirs when they were built (satlab.agent.terminalbox says why
+        in place). The st box's `wan` stays their macvlans' parent, so its gateway's port also
+        sees the frames satst brings to them (its box's kernel drops what the gateway forwards
+        of those: another station's MAC)."""
         for edge in GATEWAY_INSIDE:
             if self.gateway:
                 self.agent(edge, "POST", "/splice", edge_gateway.splice(edge, "sat0"))

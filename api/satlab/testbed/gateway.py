@@ -2,8 +2,9 @@
 and the configuration file each edge gets from a configuration's `gateway` section.
 
 With a gateway, each edge's satellite-side address sits on a veth `sat0` whose peer (`gwx` at the
-gw edge, `stx` at the st edge) the gateway reads; the gateway writes to `wan`, cabled to the
-emulator (topology.build(..., gateway=True)).
+gw edge, `stx` at an st edge) the gateway reads; the gateway writes to `wan`, cabled to the
+emulator (topology.build(..., gateway=True)). With several terminals of a beam every terminal's st
+edge (st, st2, ...) runs one, as an `st` gateway; the gw edge runs one for all.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from satlab.gateway_settings import GatewaySettings, file_path
 from satlab.settings import GATEWAY_HTTP_LISTEN as HTTP_LISTEN
-from satlab.testbed.topology import GATEWAY_INSIDE
+from satlab.testbed.topology import gateway_inside
 
 OUTSIDE = "wan"
 
@@ -22,7 +23,7 @@ def splice(edge: str, sat_interface: str) -> dict[str, str]:
     """POST /splice for a box that outlives the run (a compose or hardware edge): its satellite
     side `sat_interface` becomes the veth toward the gateway's `inside` port, and the NIC toward
     the emulator is renamed OUTSIDE, as topology.build wires a namespace edge."""
-    return {"interface": sat_interface, "inside": GATEWAY_INSIDE[edge], "outside": OUTSIDE}
+    return {"interface": sat_interface, "inside": gateway_inside(edge), "outside": OUTSIDE}
 
 
 def unsplice(sat_interface: str) -> dict[str, str]:
@@ -30,15 +31,21 @@ def unsplice(sat_interface: str) -> dict[str, str]:
     return {"interface": sat_interface, "outside": OUTSIDE}
 
 
+def role(edge: str) -> str:
+    """The gateway's `role` at an edge: `gw`, or `st` at every terminal's st edge."""
+    return "gw" if edge == "gw" else "st"
+
+
 def gateway_config(
-    g: GatewaySettings, role: str, sat_address: str, telemetry_socket: Path, seed: int
+    g: GatewaySettings, edge: str, sat_address: str, telemetry_socket: Path, seed: int
 ) -> dict[str, Any]:
-    """The gateway's YAML configuration (as a dict) for one edge: the testbed's part (role,
-    ports, seed, telemetry, the notices' source address, HTTP endpoint) and each field of the
-    scenario's section at the file path it names (satlab.gateway_settings)."""
+    """The gateway's YAML configuration (as a dict) for one edge (gw, st, st2, ...): the
+    testbed's part (role, ports, seed, telemetry, the notices' source address, HTTP endpoint)
+    and each field of the scenario's section at the file path it names
+    (satlab.gateway_settings)."""
     cfg: dict[str, Any] = {
-        "role": role,
-        "ports": {"inside": GATEWAY_INSIDE[role], "outside": OUTSIDE},
+        "role": role(edge),
+        "ports": {"inside": gateway_inside(edge), "outside": OUTSIDE},
         "seed": seed,
         "telemetry": {"socket": str(telemetry_socket), "reconnect_ms": 100},
         "eten": {"source_ip": sat_address},

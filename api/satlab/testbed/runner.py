@@ -49,10 +49,12 @@ from satlab.scenario import (
 from satlab.schemes import project_scheme
 from satlab.settings import EMULATOR_CONTROL_LISTEN
 from satlab.testbed import gateway as edge_gateway
-from satlab.testbed import hops, terminals, withhold
+from satlab.testbed import hops, terminals, vlan_switch, withhold
 from satlab.testbed import pep as edge_pep
 from satlab.testbed import schemes as host_schemes
 from satlab.testbed.backend import create_testbed
+from satlab.testbed.edge_telemetry import EdgeTelemetry
+from satlab.testbed.edge_telemetry import views as edge_views
 from satlab.testbed.opensand import OpenSandLink, opensand_link
 from satlab.testbed.telemetry import TelemetryReader
 from satlab.testbed.testbed import Testbed, TestbedError
@@ -260,6 +262,7 @@ def run_one(
                 gw,
                 hops.cross_hosts(sc),
                 terminals.counts(sc.hosts),
+                terminals.vlans(sc.hosts, spec.link),
             ) as tb,
             _opensand_entities(spec, tb, artifacts) as satlink,
         ):
@@ -276,6 +279,8 @@ def run_one(
         host_schemes.SchemeError,
         withhold.WithholdError,
         BackendUnavailable,
+        terminals.TerminalsError,
+        vlan_switch.SwitchError,
     ) as exc:
         result["status"] = "failed"
         result["error"] = str(exc)
@@ -291,6 +296,7 @@ class _Started:
     telemetry: TelemetryReader | OpenSandLink  # the link's records: its emulator's, or OpenSAND's
     hop_emulators: dict[int, int]
     edges: list[str]  # roles running a gateway
+    edge_telemetry: EdgeTelemetry | None  # each terminal's telemetry for its st edge's gateway
     peps: list[str]  # roles running a PEP
     hosts: list[str]  # the end hosts (netstat and captures)
     netstat_before: dict[str, Any]
@@ -426,7 +432,8 @@ def _start_link_and_hosts(
     loaded = _load_schemes(sc, conf, tb)
     telemetry = satlink or _start_emulator(sc, spec, tb, loaded)
     hop_emulators = hops.start(tb, sc, spec)  # path.terrestrial: an emulator per hop
-    edges = _start_gateways(sc, spec, tb)
+    edge_telemetry = _start_edge_telemetry(sc, spec, tb)
+    edges = _start_gateways(sc, spec, tb, edge_telemetry)
     peps = edge_pep.start(conf.pep, tb, loaded)  # split-TCP PEPs (a `pep` section)
     hosts = [r for r in tb.topo.host_roles if r not in tb.topo.edges] if tb.topo else []
     netstat_before = {r: tb.agent(r, "GET", "/netstat") for r in hosts}
@@ -437,7 +444,16 @@ def _start_link_and_hosts(
             tcp_receivers.setdefault(_roles(t)[1], []).append(BASE_PORT + i)
     withholding = withhold.start(tb, conf.receiver.withhold, tcp_receivers)
     return _Started(
-        loaded, telemetry, hop_emulators, edges, peps, hosts, netstat_before, pcaps, withholding
+        loaded,
+        telemetry,
+        hop_emulators,
+        edges,
+        edge_telemetry,
+        peps,
+        hosts,
+        netstat_before,
+        pcaps,
+        withholding,
     )
 
 
@@ -501,6 +517,8 @@ def _stop_all(sc: Scenario, tb: Testbed, run: _Started) -> _Stopped:
         endhosts=host_schemes.stop(tb, run.loaded),
         peps=edge_pep.stop(tb, run.peps),  # a PEP that died during the run fails it here
     )
+    if run.edge_telemetry is not None:
+        run.edge_telemetry.stop()  # its gateways have ended
     if isinstance(run.telemetry, OpenSandLink):
         run.telemetry.stop()  # its entities' statistics, read once they have ended
         return stopped
@@ -565,27 +583,49 @@ def ern_ports(sc: Scenario, conf: Configuration) -> list[int]:
     ]
 
 
-def _start_gateways(sc: Scenario, spec: RunSpec, tb: Testbed) -> list[str]:
-    """Starts satlab-gateway at both edges through their agents; returns the edges started."""
+def _start_edge_telemetry(sc: Scenario, spec: RunSpec, tb: Testbed) -> EdgeTelemetry | None:
+    """With gateways on several terminals' st edges, each terminal's share of the emulator's
+    telemetry on a socket of its own (satlab.testbed.edge_telemetry says why)."""
+    counts = terminals.counts(sc.hosts)
+    if spec.configuration.gateway is None or not counts or sc.hosts.terminals is None:
+        return None
+    names = [t.name for t in sc.hosts.terminals]
+    relay = EdgeTelemetry(tb.dir / "emulator.sock", edge_views(names, counts, tb.dir))
+    try:
+        relay.open()
+    except OSError as exc:
+        relay.stop()
+        raise RunFailed(f"edge gateways' telemetry: emulator telemetry socket: {exc}") from None
+    relay.start()
+    return relay
+
+
+def _start_gateways(
+    sc: Scenario, spec: RunSpec, tb: Testbed, relay: EdgeTelemetry | None = None
+) -> list[str]:
+    """Starts satlab-gateway at every satellite edge (gw, and each terminal's st edge) through
+    their agents; returns the edges started. An st edge reads its terminal's telemetry from
+    `relay` when there is one, the gw edge the emulator's own."""
     g = spec.configuration.gateway
     if g is None or tb.topo is None:
         return []
     if g.ern:
         g = g.model_copy(update={"ern_ports": ern_ports(sc, spec.configuration)})
-    for role in ("gw", "st"):
-        cfg = edge_gateway.gateway_config(
-            g, role, tb.topo.address(role), tb.dir / "emulator.sock", spec.seed
-        )
-        path = tb.dir / f"gateway-{role}.yaml"
+    edges = tb.topo.edges
+    sockets = {v.edge: v.socket_path for v in relay.views} if relay else {}
+    for edge in edges:
+        telemetry = sockets.get(edge, tb.dir / "emulator.sock")
+        cfg = edge_gateway.gateway_config(g, edge, tb.topo.address(edge), telemetry, spec.seed)
+        path = tb.dir / f"gateway-{edge}.yaml"
         path.write_text(yaml.safe_dump(cfg, sort_keys=False))
         gateway = ProcessStart(id="gateway", kind="gateway", args=["--config", str(path)])
-        tb.agent(role, "POST", "/processes", gateway)
+        tb.agent(edge, "POST", "/processes", gateway)
     time.sleep(0.3)  # a gateway that cannot open its ports or parse its file exits at once
-    for role in ("gw", "st"):
-        st = tb.agent(role, "GET", "/processes/gateway")
+    for edge in edges:
+        st = tb.agent(edge, "GET", "/processes/gateway")
         if st["state"] != "running":
-            raise RunFailed(f"gateway {role} did not start: {st['stderr'].strip()[-500:]}")
-    return ["gw", "st"]
+            raise RunFailed(f"gateway {edge} did not start: {st['stderr'].strip()[-500:]}")
+    return edges
 
 
 def _start_captures(

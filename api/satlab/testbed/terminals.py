@@ -19,6 +19,15 @@ Address choice (satlab.agent.namespaces' plan leaves room): terminal 1 keeps CLI
 (10.250.3.0/24) and st edge address SAT_NET.2, so one-terminal runs are unchanged; terminal
 k >= 2 has the LAN 10.250.(40+k).0/24 (free of the server side's 10.250.1-29) and st edge
 address SAT_NET.(1+k).
+
+When the beam's terminals have VLAN IDs (link.forward.beam.terminals[].vlan), the emulator's st
+port is an 802.1Q trunk: it tags each terminal's frames with its VLAN ID and takes a frame
+arriving with a VLAN ID for that terminal's. The switch `sw` then is an 802.1Q switch
+(satlab.testbed.vlan_switch): each st edge's port an access port of its terminal's VLAN, the
+emulator's port the trunk. `vlans` gives each testbed terminal its VLAN ID, and refuses before
+any namespace is built what the emulator would refuse only once started (a VLAN used twice,
+VLANs on some terminals only) and what the testbed cannot build (several terminals on VLANs
+without hosts.terminals: one st edge cannot be several VLANs' access port).
 """
 
 from __future__ import annotations
@@ -27,10 +36,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from satlab.agent.namespaces import CLIENT_NET, SAT_NET
+from satlab.beam_hosts import beam_terminals
 from satlab.scenario import BulkTcp, Hosts, ShortFlows, UdpCross
 
-SWITCH = "sw"  # the namespace of the bridge between the emulator's st port and the st edges
+SWITCH = "sw"  # the namespace of the switch between the emulator's st port and the st edges
 FIRST_EXTRA_LAN = 40  # terminal k >= 2: LAN 10.250.(FIRST_EXTRA_LAN + k).0/24
+VLAN_IDS = range(1, 4095)  # 802.1Q: 0 means "no VLAN" and 4095 is reserved
+
+
+class TerminalsError(ValueError):
+    """A scenario's terminals the testbed cannot build; the message names the field."""
 
 
 def edge_role(k: int) -> str:
@@ -103,3 +118,39 @@ def fill_beam_prefixes(cfg: dict[str, Any], hosts: Hosts) -> None:
         t = by_name.get(term.get("name"))
         if t is not None and not term.get("prefixes"):
             term["prefixes"] = [f"{t.net}.0/24", f"{t.sat_address}/32"]
+
+
+def vlans(hosts: Hosts, link: dict[str, Any]) -> list[int] | None:
+    """Each testbed terminal's VLAN ID (in `plan` order: hosts.terminals', or the one terminal
+    without them) when the beam's terminals have VLANs; None when they have none."""
+    beam = beam_terminals(link) or []
+    if all(t.get("vlan") is None for t in beam):
+        return None
+    for i, t in enumerate(beam):
+        _check_vlan(beam, i, t)
+    by_name = {t.get("name"): int(t["vlan"]) for t in beam}
+    names = [t.name for t in hosts.terminals or []]
+    if not names and len(beam) > 1:
+        raise TerminalsError(
+            f"hosts.terminals: the {len(beam)} terminals of link.forward.beam are on VLANs and "
+            "the testbed gives each VLAN its own st edge: say which clients sit behind each "
+            "terminal (hosts.terminals: [{name, clients}])"
+        )
+    return [by_name[n] for n in names] if names else list(by_name.values())
+
+
+def _check_vlan(beam: list[dict[str, Any]], i: int, t: dict[str, Any]) -> None:
+    """Beam terminal i's vlan (some terminal has one): present, an 802.1Q VLAN ID, its own."""
+    field = f"link.forward.beam.terminals.{i}.vlan"
+    v = t.get("vlan")
+    if v is None:
+        other = next(o.get("name") for o in beam if o.get("vlan") is not None)
+        raise TerminalsError(
+            f"{field}: terminal {t.get('name')!r} has no vlan and {other!r} has one: give "
+            "every terminal a vlan, or none"
+        )
+    if isinstance(v, bool) or not isinstance(v, int) or v not in VLAN_IDS:
+        raise TerminalsError(f"{field}: {v!r} is not a VLAN ID (an integer from 1 to 4094)")
+    earlier = next((o.get("name") for o in beam[:i] if o.get("vlan") == v), None)
+    if earlier is not None:
+        raise TerminalsError(f"{field}: VLAN {v} is terminal {earlier!r}'s already")

@@ -122,12 +122,14 @@ class Testbed:
         gateway: bool = False,
         hops: list[int] | None = None,
         terminal_clients: list[int] | None = None,
+        terminal_vlans: list[int] | None = None,
     ) -> None:
         self.id = secrets.token_hex(2)
         self.servers, self.clients, self.mtu = servers, clients, mtu
         self.gateway = gateway  # splice satlab-gateway in at both edges (topology.build)
         self.hops = list(hops or [])  # terrestrial hops: cross hosts at each end of each
         self.terminal_clients = terminal_clients  # several terminals (satlab.testbed.terminals)
+        self.terminal_vlans = terminal_vlans  # their VLAN IDs on the st port (terminals.vlans)
         self.dir = self._run_dir()
         self.agent_procs: dict[str, subprocess.Popen[bytes]] = {}
         self.topo: topology.Topology | None = None
@@ -151,6 +153,7 @@ class Testbed:
                 self.gateway,
                 self.hops,
                 self.terminal_clients,
+                self.terminal_vlans,
             )
             self._start_agents()
             self._configure_forwarding()

@@ -20,7 +20,10 @@ side), so their traffic crosses hop N and no other link.
 
 Several satellite terminals (a scenario's hosts.terminals, satlab.testbed.terminals) give each its
 st edge (st, st2, ...) with its clients, the edges joined to the emulator's st port by a bridge in
-namespace `sw` (a switch: no agent, no address).
+namespace `sw` (a switch: no agent, no address); with the gateway, each st edge has its bump and
+its `wan` is the switch's port. When the beam's terminals have VLAN IDs the switch is an 802.1Q
+switch instead (satlab.testbed.vlan_switch): each st edge's port an access port of its terminal's
+VLAN, the emulator's st port the trunk; this holds for one terminal on a VLAN too.
 
 Addresses come from 10.250.0.0/16, which exists only inside the namespaces; several testbeds can use
 the same addresses at once because each has its own namespaces. Namespace names carry the project
@@ -49,7 +52,7 @@ from satlab.agent.namespaces import (
     lan_net,
     router,
 )
-from satlab.testbed import terminals
+from satlab.testbed import terminals, vlan_switch
 
 PREFIX = "sl"
 GATEWAY_INSIDE = {"gw": "gwx", "st": "stx"}  # the gateway's router-side port (peer of sat0)
@@ -76,6 +79,7 @@ class Topology:
     gateway: bool = False
     hops: list[int] = field(default_factory=list)  # cross hosts at each end, per terrestrial hop
     terminals: list[int] = field(default_factory=list)  # clients per terminal; []: one terminal
+    vlans: list[int] = field(default_factory=list)  # each terminal's VLAN ID; []: untagged
     boxes: dict[str, Box] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
@@ -99,6 +103,18 @@ class Topology:
     @property
     def routers(self) -> list[str]:
         return [r for r in self.boxes if _ROUTER_ROLE.fullmatch(r)]
+
+    @property
+    def switched(self) -> bool:
+        """The st edges reach the emulator through the switch namespace: several terminals, or
+        terminals on VLANs of the st port."""
+        return len(self.terminals) > 1 or bool(self.vlans)
+
+
+def gateway_inside(edge: str) -> str:
+    """The gateway's router-side port at an edge: every terminal's st edge (st, st2, ...) is an
+    `st` edge, each in its own namespace or box."""
+    return GATEWAY_INSIDE["gw" if edge == "gw" else "st"]
 
 
 def namespace_name(testbed_id: str, role: str) -> str:
@@ -128,21 +144,30 @@ def build(
     gateway: bool = False,
     hops: list[int] | None = None,
     terminal_clients: list[int] | None = None,
+    terminal_vlans: list[int] | None = None,
 ) -> Topology:
     """Create every namespace, link, address and route. `hops` gives, per terrestrial hop from the
     servers, its cross hosts at each end; `terminal_clients` the clients behind each of several
-    terminals (None: one terminal). On any error, removes what it made."""
+    terminals (None: one terminal); `terminal_vlans` each terminal's VLAN ID on the emulator's st
+    port (satlab.testbed.terminals.vlans; None: untagged). On any error, removes what it made."""
     topo = Topology(
-        testbed_id, servers, clients, mtu, gateway, list(hops or []), list(terminal_clients or [])
+        testbed_id,
+        servers,
+        clients,
+        mtu,
+        gateway,
+        list(hops or []),
+        list(terminal_clients or []),
+        list(terminal_vlans or []),
     )
-    if topo.gateway and len(topo.terminals) > 1:
-        raise ValueError("the edge gateway runs on one st edge: not with several terminals yet")
+    if topo.vlans and len(topo.vlans) != len(topo.edges) - 1:
+        raise ValueError(f"{len(topo.vlans)} VLAN IDs for {len(topo.edges) - 1} terminals")
     roles = [f"srv{i}" for i in range(1, servers + 1)]
     for k, cross in enumerate(topo.hops, 1):
         roles += [router(k), hop_box(k)]
         roles += [cross_host(k, end, i) for end in "sc" for i in range(1, cross + 1)]
     roles += ["gw", "emu"] + topo.edges[1:] + [f"cli{i}" for i in range(1, clients + 1)]
-    if len(topo.terminals) > 1:
+    if topo.switched:
         roles.append(terminals.SWITCH)
     try:
         handles: dict[str, NetNS] = {}
@@ -223,25 +248,30 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
     for t in terms:
         lan(t.edge, t.net, [(f"cli{i}", f"p{i}", 10 + i) for i in t.clients])
 
+    def satellite_port(edge: str, peer: str, peer_if: str) -> None:
+        """The edge's satellite-side cable to `peer`: sat0 itself, or with the gateway the bump
+        sat0=veth=inside [gateway] wan, wan being the cable."""
+        if not topo.gateway:
+            veth(edge, "sat0", peer, peer_if)
+            return
+        veth(edge, "sat0", edge, gateway_inside(edge))
+        veth(edge, "wan", peer, peer_if)
+        # wan is the gateway's wire, not a router port: without NOARP the edge's kernel answers
+        # ARP on it for sat0's address, faster than sat0's own reply through the gateway, so
+        # the far edge addresses its frames to wan and this kernel routes them past the
+        # gateway (whose rewrites, e.g. CETEN's forward stamps, never reached the hosts).
+        wan = h[edge].link_lookup(ifname="wan")[0]
+        h[edge].link("set", index=wan, flags=IFF_NOARP, change=IFF_NOARP)
+
     # The satellite: each edge's satellite-side interface cabled to the emulator box (several
-    # terminals' edges through the switch).
-    for edge in topo.edges if len(terms) == 1 else ["gw"]:
-        if topo.gateway:
-            veth(edge, "sat0", edge, GATEWAY_INSIDE[edge])
-            veth(edge, "wan", "emu", edge)
-            # wan is the gateway's wire, not a router port: without NOARP the edge's kernel answers
-            # ARP on it for sat0's address, faster than sat0's own reply through the gateway, so
-            # the far edge addresses its frames to wan and this kernel routes them past the
-            # gateway (whose rewrites, e.g. CETEN's forward stamps, never reached the hosts).
-            wan = h[edge].link_lookup(ifname="wan")[0]
-            h[edge].link("set", index=wan, flags=IFF_NOARP, change=IFF_NOARP)
-        else:
-            veth(edge, "sat0", "emu", edge)  # the emulator's ports are named gw and st
-    if len(terms) > 1:  # the switch: a port to the emulator's st port, one per st edge
+    # terminals' edges through the switch), through its gateway bump when the run has one.
+    for edge in ["gw"] if topo.switched else topo.edges:
+        satellite_port(edge, "emu", edge)  # the emulator's ports are named gw and st
+    if topo.switched:  # the switch: a port to the emulator's st port, one per st edge
         veth(terminals.SWITCH, "emu", "emu", "st")
         for t in terms:
-            veth(t.edge, "sat0", terminals.SWITCH, t.edge)
-        _bridge(h[terminals.SWITCH], ["emu"] + [t.edge for t in terms], mtu)
+            satellite_port(t.edge, terminals.SWITCH, t.edge)
+        _switch(topo, h[terminals.SWITCH], [t.edge for t in terms], mtu)
     addr("gw", "sat0", f"{SAT_NET}.1")
     topo.boxes["gw"].address = f"{SAT_NET}.1"
     for t in terms:
@@ -262,6 +292,18 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
     ]
     for net, t in itertools.product(hop_side, terms):  # SERVER_NET has its route already
         h[t.edge].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
+
+
+def _switch(topo: Topology, ns: NetNS, edge_ports: list[str], mtu: int) -> None:
+    """The switch between the emulator's st port (port `emu`) and the st edges' ports: a bridge
+    for untagged terminals, an 802.1Q switch when they have VLANs (the emulator's port the trunk,
+    each edge's port an access port of its terminal's VLAN)."""
+    if not topo.vlans:
+        _bridge(ns, ["emu", *edge_ports], mtu)
+        return
+    sw = namespace_name(topo.testbed_id, terminals.SWITCH)
+    access = dict(zip(edge_ports, topo.vlans, strict=True))
+    vlan_switch.build(topo.testbed_id, sw, ns, "emu", access)
 
 
 def _bridge(ns: NetNS, ports: list[str], mtu: int) -> None:
@@ -315,7 +357,8 @@ def interfaces(topo: Topology, role: str) -> list[str]:
 
 
 def teardown(testbed_id: str) -> list[str]:
-    """Remove every namespace of the testbed (their interfaces go with them)."""
+    """Remove every namespace of the testbed (their interfaces go with them, and the VLAN
+    switch's programs with its ports), then the switch's pins."""
     removed = []
     for name in project_namespaces(testbed_id):
         # Gone since the listing (its owner or a sweeper removed it meanwhile): nothing to do.
@@ -323,6 +366,7 @@ def teardown(testbed_id: str) -> list[str]:
             abort_tcp(name)
             netns.remove(name)
             removed.append(name)
+    vlan_switch.remove(testbed_id)
     return removed
 
 
