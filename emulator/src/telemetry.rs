@@ -367,7 +367,7 @@ pub fn remove_socket(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkmodel::{Counters, ModcodStatus};
+    use linkmodel::{Counters, DamaStatus, ModcodStatus, TerminalStatus};
     use std::io::{BufRead, BufReader};
     use std::net::{IpAddr, Ipv4Addr};
 
@@ -449,6 +449,61 @@ mod tests {
             encode_event(&mut s, &e);
             assert_is_record(&s);
         }
+    }
+
+    /// A return beam's status: two terminals, each with its own queue and DAMA grant.
+    fn return_beam_status() -> DirectionStatus {
+        let terminal = |name: &str, queue_packets: u64, granted_kbps: f64| TerminalStatus {
+            name: name.into(),
+            modcod: None,
+            esn0_db: 8.0,
+            attenuation_db: 0.0,
+            useful_rate_bps: 3.2e6,
+            queue_packets,
+            queue_bytes: queue_packets * 1500,
+            frames: 12,
+            sent_bytes: 9000,
+            counters: Counters::default(),
+            dama: Some(Box::new(DamaStatus {
+                superframe: 40,
+                request_delay_superframes: 20,
+                slot_bytes: 107,
+                requested_rbdc_kbps: 2048.0,
+                requested_vbdc_bytes: 0,
+                granted_slots: 5,
+                granted_kbps,
+                cra_kbps: 64.6,
+                rbdc_kbps: granted_kbps - 64.6,
+                vbdc_kbps: 0.0,
+                fca_kbps: 0.0,
+                contention_attempts: 0,
+                contention_collisions: 0,
+            })),
+        };
+        DirectionStatus {
+            direction: Dir::Return,
+            terminals: vec![terminal("clear", 0, 1291.7), terminal("rainy", 14, 322.9)],
+            ..status()
+        }
+    }
+
+    /// The run view's per-terminal table and grant chart read these from the stored stream.
+    #[test]
+    fn status_line_carries_each_terminals_queue_and_grant() {
+        let mut s = String::new();
+        encode_status(&mut s, 2_000_000_000, &return_beam_status());
+        assert_is_record(&s);
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let names: Vec<&str> = v["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["clear", "rainy"]);
+        assert_eq!(v["terminals"][1]["queue_packets"], 14);
+        assert_eq!(v["terminals"][1]["dama"]["granted_kbps"], 322.9);
+        assert_eq!(v["terminals"][0]["dama"]["requested_rbdc_kbps"], 2048.0);
     }
 
     fn tcp_frame() -> Vec<u8> {

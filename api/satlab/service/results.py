@@ -4,7 +4,9 @@
 - Time series become one row per run and series with little-endian float32 arrays of times and
   values (8 bytes a sample instead of a JSON object): `tcp.<host>:<sport>-<dport>.<field>` for the
   senders' TCP_INFO samples, `link.<direction>.<field>` for the emulator's telemetry, and with
-  per-class queues `link.<direction>.class.<name>.<field>` for each class (CLASS_FIELDS).
+  per-class queues `link.<direction>.class.<name>.<field>` for each class (CLASS_FIELDS), and on a
+  beam `link.<direction>.terminal.<name>.<field>` for each terminal (TERMINAL_FIELDS, and on a
+  return beam with DAMA its requests and grant, DAMA_FIELDS).
   `downsample` gives min/max/mean per time bucket for plotting long series.
 - Headline metrics per run (runs.summary): goodput_bps and completion_s of the first traffic item
   (as `satlab run` reports), total_goodput_bps over every flow, mean_fct_s of the first short-flows
@@ -57,6 +59,11 @@ LINK_FIELDS = (
 # queue_delay_ms, the mean queueing delay of the packets the class sent since the previous sample
 # (from the cumulative delay sum and packet count; no sample where it sent none).
 CLASS_FIELDS = ("queue_packets", "queue_bytes", "sent_bytes", "dropped_packets")
+# Per terminal of a beam (the status's `terminals`, forward and return): what the run view charts
+# per terminal. Terminal names are a-z, 0-9, `_`, `-` (the emulator's rule), so the name cannot
+# run into the field.
+TERMINAL_FIELDS = ("modcod", "esn0_db", "useful_rate_bps", "queue_packets", "queue_bytes")
+DAMA_FIELDS = ("requested_rbdc_kbps", "requested_vbdc_bytes", "granted_kbps")
 
 
 def _num(x: Any) -> float:
@@ -116,6 +123,21 @@ def unpack(blob: bytes) -> np.ndarray[Any, np.dtype[np.float32]]:
     return np.frombuffer(blob, dtype="<f4")
 
 
+def _terminal_samples(
+    direction_key: str, terminals: list[dict[str, Any]]
+) -> Iterable[tuple[str, float]]:
+    """(series name, value) of each terminal's fields in one status record."""
+    for term in terminals:
+        key = f"{direction_key}.terminal.{term.get('name')}"
+        for f in TERMINAL_FIELDS:
+            if f in term:
+                yield f"{key}.{f}", _num(term[f])
+        dama = term.get("dama") or {}
+        for f in DAMA_FIELDS:
+            if f in dama:
+                yield f"{key}.{f}", _num(dama[f])
+
+
 def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
     ts = doc.get("timeseries") or {}
     out: dict[str, tuple[list[float], list[float]]] = {}
@@ -147,6 +169,8 @@ def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]
             delay_seen[ckey] = total
             if total[1] > before[1]:
                 add(f"{ckey}.queue_delay_ms", t, (total[0] - before[0]) / (total[1] - before[1]))
+        for name, v in _terminal_samples(key, r.get("terminals") or []):
+            add(name, t, v)
     return out
 
 

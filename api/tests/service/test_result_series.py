@@ -1,4 +1,5 @@
-"""The stored time series of a run's telemetry: per-class queues give one series per class."""
+"""The stored time series of a run's telemetry: per-class queues give one series per class, a
+beam's terminals one series per terminal and field."""
 
 from __future__ import annotations
 
@@ -58,3 +59,61 @@ def test_each_class_gets_its_depth_counters_and_delay_between_samples() -> None:
 def test_a_link_without_classes_has_no_class_series() -> None:
     doc = {"timeseries": {"link": [{"t": 0.1, "direction": "forward", "queue_packets": 2}]}}
     assert all(".class." not in name for name in series_of(doc))
+
+
+def _terminal(name: str, modcod: int, queued: int, granted_kbps: float | None) -> dict[str, Any]:
+    term: dict[str, Any] = {
+        "name": name,
+        "modcod": {"id": modcod, "name": "x", "efficiency": 1.0, "required_esn0_db": 1.0},
+        "esn0_db": 10.0 + modcod,
+        "attenuation_db": 0.0,
+        "useful_rate_bps": 1e6 * modcod,
+        "queue_packets": queued,
+        "queue_bytes": queued * 1500,
+    }
+    if granted_kbps is not None:
+        term["dama"] = {
+            "requested_rbdc_kbps": 2 * granted_kbps,
+            "requested_vbdc_bytes": 0,
+            "granted_kbps": granted_kbps,
+            "granted_slots": 3,
+        }
+    return term
+
+
+def test_each_beam_terminal_gets_its_link_and_its_dama_grant() -> None:
+    def record(t: float, direction: str, terminals: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"t": t, "direction": direction, "queue_packets": 0, "terminals": terminals}
+
+    doc = {
+        "timeseries": {
+            "link": [
+                record(
+                    0.1,
+                    "forward",
+                    [_terminal("clear", 27, 4, None), _terminal("rainy", 9, 0, None)],
+                ),
+                record(
+                    0.1, "return", [_terminal("clear", 7, 0, 64.0), _terminal("rainy", 7, 2, 0.0)]
+                ),
+                record(
+                    0.2, "return", [_terminal("clear", 7, 1, 512.0), _terminal("rainy", 7, 0, 64.0)]
+                ),
+            ]
+        }
+    }
+    s = series_of(doc)
+    assert s["link.forward.terminal.clear.modcod"] == ([0.1], [27.0])
+    assert s["link.forward.terminal.rainy.modcod"] == ([0.1], [9.0])
+    assert s["link.forward.terminal.rainy.esn0_db"] == ([0.1], [19.0])
+    assert s["link.forward.terminal.clear.queue_packets"] == ([0.1], [4.0])
+    assert s["link.return.terminal.clear.granted_kbps"] == ([0.1, 0.2], [64.0, 512.0])
+    assert s["link.return.terminal.rainy.requested_rbdc_kbps"] == ([0.1, 0.2], [0.0, 128.0])
+    assert s["link.return.terminal.rainy.queue_packets"] == ([0.1, 0.2], [2.0, 0.0])
+    # the forward link has no DAMA: no grant series there
+    assert not any(n.startswith("link.forward.") and n.endswith("kbps") for n in s)
+
+
+def test_a_link_without_a_beam_has_no_terminal_series() -> None:
+    doc = {"timeseries": {"link": [{"t": 0.1, "direction": "return", "queue_packets": 2}]}}
+    assert all(".terminal." not in name for name in series_of(doc))

@@ -1,8 +1,10 @@
 // Live link samples from the SSE run events: every heartbeat carries the emulator's status
 // (docs/emulator-contract.md GET /status) and `tcp`, the newest TCP_INFO sample of each sender
 // connection (api/satlab/service/control.py latest_tcp). Throughput is the delivered-bytes
-// counter's increase between two heartbeats over the time between them.
+// counter's increase between two heartbeats over the time between them. On a beam each sample
+// also keeps every terminal's row (lib/terminals.ts).
 import type { LiveTcpSample, RunEvent } from '../api/types.ts';
+import { terminalRows, type TerminalRow } from './terminals.ts';
 
 /** A connection's key, the same as in the stored series names (`tcp.<key>.cwnd`). */
 export function connKey(c: LiveTcpSample): string {
@@ -19,6 +21,8 @@ export interface LiveSample {
   attenuationDb: number;
   /** TCP_INFO of each sender connection at this heartbeat, by connKey */
   tcp: Record<string, LiveTcpSample>;
+  /** each beam terminal's row at this heartbeat, by name (empty without a beam) */
+  terminals: Record<string, TerminalRow>;
 }
 
 export interface LiveState {
@@ -28,10 +32,12 @@ export interface LiveState {
   samples: LiveSample[];
   /** every connection seen so far, in order of appearance (one chart series each) */
   conns: string[];
+  /** every beam terminal seen so far, in the status's order */
+  terminals: string[];
 }
 
 export function emptyLive(): LiveState {
-  return { t0: undefined, lastBytes: undefined, lastT: undefined, samples: [], conns: [] };
+  return { t0: undefined, lastBytes: undefined, lastT: undefined, samples: [], conns: [], terminals: [] };
 }
 
 /** Adds one event to a run's live state (returns a new state; events without status are ignored). */
@@ -54,15 +60,23 @@ export function addLiveEvent(s: LiveState, ev: RunEvent): LiveState {
     queuePackets: fwd.queue_packets,
     attenuationDb: fwd.attenuation_db,
     tcp: Object.fromEntries((ev.metrics?.tcp ?? []).map((c) => [connKey(c), c])),
+    terminals: Object.fromEntries(terminalRows(ev.metrics).map((r) => [r.name, r])),
   };
-  const fresh = Object.keys(sample.tcp).filter((k) => !s.conns.includes(k));
   return {
     t0,
     lastBytes: bytes,
     lastT: at,
     samples: [...s.samples, sample],
-    conns: fresh.length ? [...s.conns, ...fresh] : s.conns,
+    conns: withNew(s.conns, Object.keys(sample.tcp)),
+    terminals: withNew(s.terminals, Object.keys(sample.terminals)),
   };
+}
+
+/** `seen` with the keys it lacks appended (the same array when none is new). */
+function withNew(seen: string[], keys: string[]): string[] {
+  const have = new Set(seen);
+  const fresh = keys.filter((k) => !have.has(k));
+  return fresh.length ? [...seen, ...fresh] : seen;
 }
 
 /** One chart series per connection: `field` of each sample (null where the connection was not open). */
@@ -74,4 +88,18 @@ export function tcpColumn(s: LiveState, conn: string, field: 'cwnd' | 'srtt_us' 
 export function latestTcp(s: LiveState): LiveTcpSample[] {
   const last = s.samples[s.samples.length - 1];
   return last ? s.conns.flatMap((k) => (last.tcp[k] ? [last.tcp[k]] : [])) : [];
+}
+
+/** One chart series per terminal: `value` of its row in each sample (null where it had none). */
+export function terminalColumn(s: LiveState, name: string, value: (r: TerminalRow) => number | null): (number | null)[] {
+  return s.samples.map((x) => {
+    const r = x.terminals[name];
+    return r ? value(r) : null;
+  });
+}
+
+/** The newest row of each terminal (the live table). */
+export function latestTerminals(s: LiveState): TerminalRow[] {
+  const last = s.samples[s.samples.length - 1];
+  return last ? s.terminals.flatMap((k) => (last.terminals[k] ? [last.terminals[k]] : [])) : [];
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chartDefs } from './runCharts.ts';
+import { MAX_CHART_TERMINALS } from './terminals.ts';
 
 const info = (...names: string[]) => names.map((name) => ({ name, points: 10 }));
 
@@ -26,5 +27,42 @@ describe('chartDefs', () => {
   it('leaves the class charts out of a link without classes', () => {
     const defs = chartDefs(info('link.forward.queue_packets', 'tcp.srv1:5001-40000.cwnd'));
     expect(defs.map((d) => d.key)).toEqual(['cwnd', 'queue']);
+  });
+
+  it('draws each beam terminal\'s forward MODCOD and granted return capacity, one line per terminal', () => {
+    const defs = chartDefs(
+      info(
+        'link.forward.modcod',
+        'link.forward.terminal.clear.modcod',
+        'link.forward.terminal.clear.esn0_db',
+        'link.forward.terminal.rain_1.modcod',
+        'link.return.terminal.clear.granted_kbps',
+        'link.return.terminal.clear.requested_rbdc_kbps',
+        'link.return.terminal.rain_1.granted_kbps',
+      ),
+    );
+    expect(defs.map((d) => d.key)).toEqual(['modcod', 'terminal-modcod', 'terminal-granted']);
+    expect(defs.find((d) => d.key === 'terminal-granted')).toEqual({
+      key: 'terminal-granted',
+      title: 'Granted return capacity per terminal',
+      yLabel: 'kbit/s',
+      series: [
+        { name: 'link.return.terminal.clear.granted_kbps', label: 'clear' },
+        { name: 'link.return.terminal.rain_1.granted_kbps', label: 'rain_1' },
+      ],
+    });
+    expect(defs.find((d) => d.key === 'terminal-modcod')?.series.map((s) => [s.label, s.stepped])).toEqual([['clear', true], ['rain_1', true]]);
+  });
+
+  it('charts the first terminals of a large beam and says how many there are', () => {
+    const names = Array.from({ length: MAX_CHART_TERMINALS + 5 }, (_, i) => `link.return.terminal.t${String(100 + i)}.granted_kbps`);
+    const granted = chartDefs(info(...names)).find((d) => d.key === 'terminal-granted');
+    expect(granted?.series).toHaveLength(MAX_CHART_TERMINALS);
+    expect(granted?.title).toBe(`Granted return capacity per terminal, first ${String(MAX_CHART_TERMINALS)} of ${String(MAX_CHART_TERMINALS + 5)}`);
+  });
+
+  it('has no terminal charts without a beam', () => {
+    const defs = chartDefs(info('link.forward.modcod', 'link.return.queue_packets'));
+    expect(defs.some((d) => d.key.startsWith('terminal-'))).toBe(false);
   });
 });

@@ -1,7 +1,9 @@
 // The charts of a finished run, from the names of the series the API stored for it
 // (api/satlab/service/results.py: `tcp.<conn>.<field>`, `link.<direction>.<field>`,
-// `link.<direction>.class.<name>.<field>`). A chart without any of its series is left out.
+// `link.<direction>.class.<name>.<field>`, on a beam `link.<direction>.terminal.<name>.<field>`).
+// A chart without any of its series is left out, so a run without a beam has no terminal charts.
 import type { SeriesInfo } from '../api/client.ts';
+import { MAX_CHART_TERMINALS } from './terminals.ts';
 
 export interface ChartDef {
   key: string;
@@ -21,10 +23,23 @@ function forwardClasses(series: SeriesInfo[]): string[] {
   return [...new Set(series.filter((s) => s.name.startsWith(prefix)).map((s) => s.name.slice(prefix.length).replace(/\.[a-z_]+$/, '')))];
 }
 
+/** The names of a direction's beam terminals, from their series (`link.<direction>.terminal.<name>.<field>`). */
+export function beamTerminals(series: SeriesInfo[], direction: 'forward' | 'return'): string[] {
+  const prefix = `link.${direction}.terminal.`;
+  return [...new Set(series.filter((s) => s.name.startsWith(prefix)).map((s) => s.name.slice(prefix.length).replace(/\.[a-z_]+$/, '')))];
+}
+
+/** A per-terminal chart's title suffix when it draws only the first MAX_CHART_TERMINALS. */
+export function chartedOf(terminals: string[]): string {
+  return terminals.length > MAX_CHART_TERMINALS ? `, first ${String(MAX_CHART_TERMINALS)} of ${String(terminals.length)}` : '';
+}
+
 export function chartDefs(series: SeriesInfo[]): ChartDef[] {
   const has = new Set(series.map((s) => s.name));
   const conns = connections(series);
   const classes = forwardClasses(series);
+  const forwardTerminals = beamTerminals(series, 'forward');
+  const returnTerminals = beamTerminals(series, 'return');
   const defs: ChartDef[] = [
     {
       key: 'throughput',
@@ -59,6 +74,18 @@ export function chartDefs(series: SeriesInfo[]): ChartDef[] {
       title: 'Queueing delay per class (forward)',
       yLabel: 'ms',
       series: classes.map((c) => ({ name: `link.forward.class.${c}.queue_delay_ms`, label: c })),
+    },
+    {
+      key: 'terminal-modcod',
+      title: `MODCOD per terminal (forward)${chartedOf(forwardTerminals)}`,
+      yLabel: 'MODCOD',
+      series: forwardTerminals.slice(0, MAX_CHART_TERMINALS).map((t) => ({ name: `link.forward.terminal.${t}.modcod`, label: t, stepped: true })),
+    },
+    {
+      key: 'terminal-granted',
+      title: `Granted return capacity per terminal${chartedOf(returnTerminals)}`,
+      yLabel: 'kbit/s',
+      series: returnTerminals.slice(0, MAX_CHART_TERMINALS).map((t) => ({ name: `link.return.terminal.${t}.granted_kbps`, label: t })),
     },
     { key: 'rtt', title: 'Smoothed RTT', yLabel: 'ms', series: conns.map((c) => ({ name: `tcp.${c}.srtt_us`, label: `${c} srtt`, scale: 1e-3 })) },
   ];

@@ -1,10 +1,12 @@
 // One run: state, headline metrics, its time series (downsampled by the API to min/max/mean per
 // bucket; zooming refetches the visible range at full detail), losses by cause, and live control
-// of the emulator while it runs.
+// of the emulator while it runs; on a beam, each terminal's link and return grant (live, and its
+// stored series once finished).
 import { useCallback, useMemo, useState } from 'react';
 import { api, ApiError, canSubmit, ok, rawJson, type SeriesBuckets, type SeriesInfo } from '../api/client.ts';
 import type { RunDocument, RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
+import { LiveTerminals } from '../components/BeamTerminals.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { LiveLinkCharts, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { num, Table } from '../components/Table.tsx';
@@ -226,6 +228,7 @@ export function RunView({ id }: { id: number }) {
           <LiveTcpNow live={live} />
         </section>
       ) : null}
+      {!ended ? <LiveTerminals live={live} name={`run-${String(id)}-live`} /> : null}
       {state === 'succeeded' ? (
         <section className="card" aria-labelledby="ts-title">
           <h3 id="ts-title">Time series</h3>

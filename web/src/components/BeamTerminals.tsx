@@ -1,0 +1,77 @@
+// A beam's terminals while a run goes (lib/terminals.ts, one row each from the status every
+// heartbeat carries): the newest forward MODCOD, Es/N0 and queue and the return link's DAMA
+// requests and grant of each terminal as a table, and over the run so far each terminal's forward
+// MODCOD and granted return capacity. Nothing without a beam.
+import { fmtNum } from '../lib/format.ts';
+import { latestTerminals, terminalColumn, type LiveState } from '../lib/live.ts';
+import { chartedOf } from '../lib/runCharts.ts';
+import { hasDama, hasReturnBeam, MAX_CHART_TERMINALS, type TerminalRow } from '../lib/terminals.ts';
+import { num, Table } from './Table.tsx';
+import { TimeChart } from './TimeChart.tsx';
+
+export function TerminalTable({ rows }: { rows: TerminalRow[] }) {
+  const ret = hasReturnBeam(rows);
+  const dama = hasDama(rows);
+  return (
+    <Table
+      caption="Terminals of the beam (newest status)"
+      testId="beam-terminals"
+      columns={[
+        'Terminal',
+        'Forward MODCOD',
+        num('Es/N0 (dB)'),
+        num('Forward queue (packets)'),
+        dama ? num('Granted (kbit/s)') : null,
+        dama ? num('Requested RBDC (kbit/s)') : null,
+        dama ? num('Requested VBDC (bytes)') : null,
+        ret ? num('Return queue (packets)') : null,
+      ]}
+    >
+      {rows.map((r) => (
+        <tr key={r.name} data-testid={`terminal-${r.name}`}>
+          <th scope="row">{r.name}</th>
+          <td data-testid="terminal-modcod">{r.modcod ? `${r.modcod.name} (${String(r.modcod.id)})` : '—'}</td>
+          <td className="num">{fmtNum(r.esn0Db)}</td>
+          <td className="num">{fmtNum(r.queuePackets)}</td>
+          {dama ? <td className="num" data-testid="terminal-granted">{fmtNum(r.grantedKbps, 4)}</td> : null}
+          {dama ? <td className="num">{fmtNum(r.requestedRbdcKbps, 4)}</td> : null}
+          {dama ? <td className="num">{fmtNum(r.requestedVbdcBytes, 6)}</td> : null}
+          {ret ? <td className="num">{fmtNum(r.returnQueuePackets)}</td> : null}
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+export function LiveTerminals({ live, name }: { live: LiveState; name: string }) {
+  const rows = latestTerminals(live);
+  if (rows.length === 0) return null;
+  const xs = live.samples.map((s) => s.t);
+  const charted = live.terminals.slice(0, MAX_CHART_TERMINALS);
+  return (
+    <section className="card" aria-labelledby="beam-title">
+      <h3 id="beam-title">Beam terminals</h3>
+      <TerminalTable rows={rows} />
+      <div className="grid2">
+        <TimeChart
+          title={`MODCOD per terminal (live${chartedOf(live.terminals)})`}
+          name={`${name}-terminal-modcod`}
+          yLabel="MODCOD"
+          xs={xs}
+          series={charted.map((t) => ({ label: t, values: terminalColumn(live, t, (r) => r.modcod?.id ?? null), stepped: true }))}
+          height={180}
+        />
+        {hasDama(rows) ? (
+          <TimeChart
+            title={`Granted return capacity per terminal (live${chartedOf(live.terminals)})`}
+            name={`${name}-terminal-granted`}
+            yLabel="kbit/s"
+            xs={xs}
+            series={charted.map((t) => ({ label: t, values: terminalColumn(live, t, (r) => r.grantedKbps) }))}
+            height={180}
+          />
+        ) : null}
+      </div>
+    </section>
+  );
+}
