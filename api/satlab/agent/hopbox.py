@@ -15,7 +15,7 @@ namespaces are made per run. The box's three Docker interfaces are its only fixe
 
 Every LAN p (1..K+1) is a bridge `brP` in this box's own namespace, joined by veths to its router
 (r_p's `lan`; LAN K+1's router is the gw box, across `hoplan`) and its cross hosts (`eth0`), as
-topology.build's LAN bridges are; the addresses and routes are satlab.agent.namespaces' plan. The
+topology.build's LAN bridges are; links, addresses and routes are satlab.agent.hop_plan's. The
 gw box gives up 10.250.1.1 and takes hop K's and LAN K+1's addresses by POST /addressing
 (satlab.testbed.containers). With no hops the box has no namespace, and the servers' LAN is the
 gw box's, as before.
@@ -41,7 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from satlab.agent import namespaces
+from satlab.agent import hop_plan, namespaces
+from satlab.agent.hop_plan import EDGE, Cable, HopPlan, Lan, Node
 from satlab.agent.namespaces import ip_json
 from satlab.bounded import stop_processes
 
@@ -126,87 +127,37 @@ class HopBox(SubAgents):
         hop); returns each role's address, default gateway and data interfaces, and this box's
         own interfaces (for offload settings). `uplinks`: this box's interfaces to the servers'
         LAN, to hop K's far end and to LAN K+1 (module docstring)."""
-        boxes = self._replace(lambda made: self._wire(hops, mtu, uplinks, made))
+        plan = hop_plan.plan(hops)  # refuses (400) before anything is torn down
+        boxes = self._replace(lambda made: self._wire(plan, mtu, uplinks, made))
         # the veths of this namespace: the Docker uplinks and the LAN bridges' ports
         own = [link["ifname"] for link in ip_json("link", "show", "type", "veth")] if hops else []
         return {"boxes": boxes, "interfaces": own}
 
     def _wire(
         self,
-        hops: list[int],
+        plan: HopPlan,
         mtu: int,
         uplinks: tuple[str, str, str],
         boxes: dict[str, dict[str, Any]],
     ) -> None:
-        server_uplink, hop_uplink, lan_uplink = uplinks
-        k_hops = len(hops)
-        if not k_hops:
+        """Executes the hops' plan (satlab.agent.hop_plan) in this box: every node a namespace,
+        every LAN a bridge here, and the gw edge's side of it across the uplinks."""
+        if not plan.nodes:
             return
-
-        def box(role: str, address: str | None = None, gateway: str | None = None) -> None:
-            _ip("netns", "add", role)
-            _ip("-n", role, "link", "set", "dev", "lo", "up")
-            boxes[role] = {"address": address, "lan_gateway": gateway, "interfaces": []}
-
-        def veth(a: str | None, a_if: str, b: str, b_if: str) -> None:
-            """A veth from namespace `a` (None: this box's own) to namespace `b`."""
-            where = ["-n", a] if a else []
-            _ip(*where, *f"link add name {a_if} mtu {mtu} type veth peer name {b_if}".split())
-            _ip(*where, "link", "set", "dev", b_if, "netns", b)
-            _ip(*where, "link", "set", "dev", a_if, "up")
-            _ip("-n", b, "link", "set", "dev", b_if, "mtu", str(mtu), "up")
-            for role, ifname in ((a, a_if), (b, b_if)):
-                if role:
-                    boxes[role]["interfaces"].append(ifname)
-
-        def address(role: str, ifname: str, addr: str) -> None:
-            _ip("-n", role, "addr", "add", f"{addr}/24", "dev", ifname)
-
-        def lan_member(p: int, role: str, ifname: str, addr: str) -> None:
-            veth(None, f"v{role}", role, ifname)
-            _ip("link", "set", "dev", f"v{role}", "master", f"br{p}")
-            address(role, ifname, addr)
-
-        for p in range(1, k_hops + 2):  # LAN p: a bridge here (namespaces.lan_net(p))
-            _ip("link", "add", "name", f"br{p}", "mtu", str(mtu), "type", "bridge")
-            _ip("link", "set", "dev", f"br{p}", "up")
-        for uplink, p in ((server_uplink, 1), (lan_uplink, k_hops + 1)):
-            _ip("link", "set", "dev", uplink, "mtu", str(mtu), "master", f"br{p}", "up")
-        _ip("link", "add", "name", "br-up", "mtu", str(mtu), "type", "bridge")
-        _ip("link", "set", "dev", "br-up", "up")
-        _ip("link", "set", "dev", hop_uplink, "mtu", str(mtu), "master", "br-up", "up")
-        for k, cross in enumerate(hops, 1):
-            r, hop = namespaces.router(k), namespaces.hop_box(k)
-            box(r, f"{namespaces.lan_net(k)}.1")
-            box(hop)
-            lan_member(k, r, "lan", f"{namespaces.lan_net(k)}.1")
-            veth(r, "down", hop, "gw")  # the hop emulator's ports: gw and st
-            address(r, "down", f"{namespaces.hop_net(k)}.1")
-            for end, p, base in (("s", k, 100), ("c", k + 1, 200)):
-                gateway = f"{namespaces.lan_net(p)}.1"
-                for i in range(1, cross + 1):
-                    x, addr = (
-                        namespaces.cross_host(k, end, i),
-                        f"{namespaces.lan_net(p)}.{base + i}",
-                    )
-                    box(x, addr, gateway)
-                    lan_member(p, x, "eth0", addr)
-                    _ip("-n", x, "route", "add", "default", "via", gateway)
-        for k in range(1, k_hops + 1):
-            hop = namespaces.hop_box(k)
-            if k < k_hops:
-                veth(namespaces.router(k + 1), "up", hop, "st")
-                address(namespaces.router(k + 1), "up", f"{namespaces.hop_net(k)}.2")
-            else:  # toward the gw box's `hopup`, across this box's own
-                veth(None, f"v{hop}", hop, "st")
-                _ip("link", "set", "dev", f"v{hop}", "master", "br-up")
-        for p in range(1, k_hops + 1):  # toward the satellite by default, back by what is behind
-            r = namespaces.router(p)
-            _ip("-n", r, "route", "add", "default", "via", f"{namespaces.hop_net(p)}.2")
-            behind = [namespaces.lan_net(q) for q in range(1, p)]
-            behind += [namespaces.hop_net(q) for q in range(1, p - 1)]
-            for net in behind:
-                _ip("-n", r, "route", "add", f"{net}.0/24", "via", f"{namespaces.hop_net(p - 1)}.1")
+        wiring = _HopBoxWiring(mtu, boxes)
+        for node in plan.nodes:
+            wiring.namespace(node)
+        wiring.bridges(plan, uplinks)
+        for lan in plan.lans:
+            wiring.lan_members(lan)
+        for cable in plan.cables:
+            wiring.cable(cable)
+        for a in plan.addresses:
+            if a.node != EDGE:  # the gw box's own: POST /addressing (containers.box_plans)
+                _ip("-n", a.node, "addr", "add", a.cidr, "dev", a.ifname)
+        for r in plan.routes:
+            if r.node != EDGE:
+                _ip("-n", r.node, "route", "add", r.dst, "via", r.via)
 
     def teardown(self) -> list[str]:
         """Stops the sub-agents (each stops its programs), aborts the TCP sockets left in each
@@ -222,3 +173,64 @@ class HopBox(SubAgents):
                 with contextlib.suppress(RuntimeError):  # a veth gone with its peer's namespace
                     _ip("link", "del", link["ifname"])
         return sorted(roles)
+
+
+class _HopBoxWiring:
+    """The hop box's steps for the parts of the plan: namespaces, LAN bridges in the box's own
+    namespace (with the uplinks as ports), and veths, each with the run's MTU."""
+
+    def __init__(self, mtu: int, boxes: dict[str, dict[str, Any]]) -> None:
+        self.mtu = mtu
+        self.boxes = boxes  # role -> address, LAN gateway and data interfaces, for the runner
+
+    def namespace(self, node: Node) -> None:
+        _ip("netns", "add", node.role)
+        _ip("-n", node.role, "link", "set", "dev", "lo", "up")
+        self.boxes[node.role] = {
+            "address": node.address,
+            "lan_gateway": node.lan_gateway,
+            "interfaces": [],
+        }
+
+    def veth(self, a: str | None, a_if: str, b: str, b_if: str) -> None:
+        """A veth from namespace `a` (None: this box's own) to namespace `b`."""
+        where = ["-n", a] if a else []
+        _ip(*where, *f"link add name {a_if} mtu {self.mtu} type veth peer name {b_if}".split())
+        _ip(*where, "link", "set", "dev", b_if, "netns", b)
+        _ip(*where, "link", "set", "dev", a_if, "up")
+        _ip("-n", b, "link", "set", "dev", b_if, "mtu", str(self.mtu), "up")
+        for role, ifname in ((a, a_if), (b, b_if)):
+            if role:
+                self.boxes[role]["interfaces"].append(ifname)
+
+    def bridge(self, name: str, ports: list[str]) -> None:
+        _ip("link", "add", "name", name, "mtu", str(self.mtu), "type", "bridge")
+        _ip("link", "set", "dev", name, "up")
+        for port in ports:
+            _ip("link", "set", "dev", port, "mtu", str(self.mtu), "master", name, "up")
+
+    def bridges(self, plan: HopPlan, uplinks: tuple[str, str, str]) -> None:
+        """LAN p's bridge brP, the servers' LAN (1) and the gw box's (K+1) with their uplinks as
+        ports, and br-up, hop K's wire to the gw box across its uplink."""
+        server_uplink, hop_uplink, lan_uplink = uplinks
+        first, last = plan.lans[0].position, plan.lans[-1].position
+        ports = {first: [server_uplink], last: [lan_uplink]}
+        for lan in plan.lans:
+            self.bridge(f"br{lan.position}", ports.get(lan.position, []))
+        self.bridge("br-up", [hop_uplink])
+
+    def lan_members(self, lan: Lan) -> None:
+        """LAN p's router (on `lan`; the gw box is across the uplink) and cross hosts (`eth0`),
+        each by a veth v<role> from this box's bridge."""
+        members = [] if lan.router == EDGE else [(lan.router, "lan")]
+        for role, ifname in members + [(x.role, "eth0") for x in lan.hosts]:
+            self.veth(None, f"v{role}", role, ifname)
+            _ip("link", "set", "dev", f"v{role}", "master", f"br{lan.position}")
+
+    def cable(self, cable: Cable) -> None:
+        """A hop's cable; the one to the gw edge ends at br-up, toward the gw box's `hopup`."""
+        if cable.a != EDGE:
+            self.veth(cable.a, cable.a_if, cable.b, cable.b_if)
+            return
+        self.veth(None, f"v{cable.b}", cable.b, cable.b_if)
+        _ip("link", "set", "dev", f"v{cable.b}", "master", "br-up")

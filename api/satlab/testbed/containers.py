@@ -55,7 +55,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from satlab.agent import namespaces
+from satlab.agent import hop_plan, namespaces
 from satlab.agent.requests import (
     Addressing,
     HopsBuild,
@@ -80,6 +80,7 @@ COMPOSE_MTU = 1500  # the Docker networks' (docker-compose.yml): the boxes' MTU 
 HOP_BOX = "hops"  # the box whose agent builds a run's terrestrial hops (docker-compose.yml)
 # The gw box's interfaces toward the hops box (docker-compose.yml): hop K's wire and LAN K+1.
 GW_HOP_INTERFACES = ["hopup", "hoplan"]
+GW_PLAN_INTERFACES = ["up", "lan"]  # the same, as the hops' plan names a namespace gw's
 # How long opening the testbed waits for a box's agent: a box starts in about 1 s, a restarting
 # one (restart: unless-stopped) in 1-2 s more.
 BOX_START_TIMEOUT_S = 10.0
@@ -101,32 +102,16 @@ def box_plans(
     (hosts.mtu_bytes, as topology.build gives every link), the gw box's routes to the LAN of
     `clients` compose clients (terminal 1, the st box) and of each `extra` terminal (by its st
     edge in the st box, satlab.agent.terminalbox), and with `hops` terrestrial hops the
-    edges as topology.build wires them (0: the compose file's own wiring). The gw edge then sits
+    edges as the hops' plan has them (satlab.agent.hop_plan, which topology.build executes
+    too; 0: the compose file's own wiring). The gw edge then sits
     at position K+1 of the server side (its LAN 10.250.(21+K).1, its hop wire hop K's .2, the
     networks behind reached through hop K's .1) and the st edge reaches them across the
     satellite. The servers keep their route; POST /addressing forgets their neighbours, as
     10.250.1.1 is r1's or gw's by turns."""
+    hop_wiring = hop_plan.plan([0] * hops)  # the edges' wiring is the same whatever cross hosts
     via_sat = f"{namespaces.SAT_NET}.1"
-    behind = [namespaces.lan_net(p) for p in range(1, hops + 1)]
-    behind += [namespaces.hop_net(k) for k in range(1, hops)]
-    hop_side = [namespaces.lan_net(p) for p in range(2, hops + 2)]
-    hop_side += [namespaces.hop_net(k) for k in range(1, hops + 1)]
-    st_routes = [[f"{net}.0/24", via_sat] for net in [namespaces.SERVER_NET, *hop_side]]
-    gw: dict[str, InterfacePlan]
-    if hops:
-        gw = {
-            "lan": {"addresses": []},  # 10.250.1.1 is r1's
-            "hopup": {
-                "addresses": [f"{namespaces.hop_net(hops)}.2/24"],
-                "routes": [[f"{net}.0/24", f"{namespaces.hop_net(hops)}.1"] for net in behind],
-            },
-            "hoplan": {"addresses": [f"{namespaces.lan_net(hops + 1)}.1/24"], "routes": []},
-        }
-    else:
-        gw = {
-            "lan": {"addresses": [f"{namespaces.SERVER_NET}.1/24"]},
-            **{i: InterfacePlan(addresses=[], routes=[]) for i in GW_HOP_INTERFACES},
-        }
+    st_routes = [[f"{net}.0/24", via_sat] for net in [namespaces.SERVER_NET, *hop_wiring.far_nets]]
+    gw = _gw_edge_plan(hop_wiring)
     gw["sat0"] = {
         "routes": [[f"{t.net}.0/24", t.sat_address] for t in [*terminals.plan([clients]), *extra]]
     }
@@ -144,6 +129,25 @@ def box_plans(
         for plan in ifaces.values():
             plan["mtu"] = mtu
     return {box: {"interfaces": ifaces} for box, ifaces in plans.items()}
+
+
+def _gw_edge_plan(hop_wiring: hop_plan.HopPlan) -> dict[str, InterfacePlan]:
+    """The gw box's interfaces toward the servers for the hops' plan: without hops its `lan` holds
+    the servers' gateway and hopup/hoplan nothing; with hops, `lan` gives 10.250.1.1 up to r1 and
+    the plan's gw edge is across `hopup` (hop K's wire, a namespace gw's `up`) and `hoplan` (LAN
+    K+1, a namespace gw's `lan`)."""
+    edge = hop_plan.EDGE
+    if not hop_wiring.nodes:
+        addresses = [a.cidr for a in hop_wiring.addresses_of(edge, "lan")]
+        gw: dict[str, InterfacePlan] = {"lan": {"addresses": addresses}}
+        return gw | {i: InterfacePlan(addresses=[], routes=[]) for i in GW_HOP_INTERFACES}
+    gw = {"lan": {"addresses": []}}  # 10.250.1.1 is r1's
+    for box_if, plan_if in zip(GW_HOP_INTERFACES, GW_PLAN_INTERFACES, strict=True):
+        gw[box_if] = {
+            "addresses": [a.cidr for a in hop_wiring.addresses_of(edge, plan_if)],
+            "routes": [[r.dst, r.via] for r in hop_wiring.routes_of(edge, plan_if)],
+        }
+    return gw
 
 
 class ContainerTestbed(Testbed):

@@ -16,7 +16,9 @@ the servers and the gw edge, each hop an emulator box of its own (hopN, ports gw
 A hop is a second satlab-emulator (`kind: fixed`: exact delay, rate, queue, bit errors) rather than
 a kernel link: this kernel has no netem, and HTB/TBF shape a rate but add no delay. Cross-traffic
 hosts of hop N sit on the LANs of its two ends (xNsI on the servers' side, xNcI on the clients'
-side), so their traffic crosses hop N and no other link.
+side), so their traffic crosses hop N and no other link. The hops' cables, LANs, addresses and
+routes are satlab.agent.hop_plan's plan, which the compose hop box executes too; here each step
+of it runs with netlink (_hop_lans, _hop_wires, _hop_routes).
 
 Several satellite terminals (a scenario's hosts.terminals, satlab.testbed.terminals) give each its
 st edge (st, st2, ...) with its clients, the edges joined to the emulator's st port by a bridge in
@@ -42,16 +44,9 @@ from typing import Any
 
 from pyroute2 import NetNS, netns
 
-from satlab.agent.namespaces import (
-    SAT_NET,
-    SERVER_NET,
-    abort_tcp,
-    cross_host,
-    hop_box,
-    hop_net,
-    lan_net,
-    router,
-)
+from satlab.agent import hop_plan
+from satlab.agent.hop_plan import HopPlan
+from satlab.agent.namespaces import SAT_NET, SERVER_NET, abort_tcp
 from satlab.testbed import terminals, vlan_switch
 
 PREFIX = "sl"
@@ -162,10 +157,7 @@ def build(
     )
     if topo.vlans and len(topo.vlans) != len(topo.edges) - 1:
         raise ValueError(f"{len(topo.vlans)} VLAN IDs for {len(topo.edges) - 1} terminals")
-    roles = [f"srv{i}" for i in range(1, servers + 1)]
-    for k, cross in enumerate(topo.hops, 1):
-        roles += [router(k), hop_box(k)]
-        roles += [cross_host(k, end, i) for end in "sc" for i in range(1, cross + 1)]
+    roles = [f"srv{i}" for i in range(1, servers + 1)] + hop_plan.plan(topo.hops).roles
     roles += ["gw", "emu"] + topo.edges[1:] + [f"cli{i}" for i in range(1, clients + 1)]
     if topo.switched:
         roles.append(terminals.SWITCH)
@@ -187,63 +179,101 @@ def build(
     return topo
 
 
-def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
-    def veth(a: str, a_if: str, b: str, b_if: str) -> None:
-        peer = {"ifname": b_if, "net_ns_fd": namespace_name(topo.testbed_id, b)}
-        h[a].link("add", ifname=a_if, kind="veth", peer=peer)
-        _up(h[a], a_if, mtu)
-        _up(h[b], b_if, mtu)
+class _Links:
+    """The namespace testbed's cabling steps (veths, addresses, LAN bridges), shared by the hops'
+    plan and the satellite side."""
+
+    def __init__(self, topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
+        self.topo, self.h, self.mtu = topo, h, mtu
+
+    def veth(self, a: str, a_if: str, b: str, b_if: str) -> None:
+        peer = {"ifname": b_if, "net_ns_fd": namespace_name(self.topo.testbed_id, b)}
+        self.h[a].link("add", ifname=a_if, kind="veth", peer=peer)
+        _up(self.h[a], a_if, self.mtu)
+        _up(self.h[b], b_if, self.mtu)
         for role, ifname in ((a, a_if), (b, b_if)):
-            if role in topo.boxes:  # not the switch
-                topo.boxes[role].interfaces.append(ifname)
+            if role in self.topo.boxes:  # not the switch
+                self.topo.boxes[role].interfaces.append(ifname)
 
-    def addr(role: str, ifname: str, address: str, prefixlen: int = 24) -> None:
-        h[role].addr(
-            "add", index=h[role].link_lookup(ifname=ifname)[0], address=address, prefixlen=prefixlen
-        )
+    def addr(self, role: str, ifname: str, address: str, prefixlen: int = 24) -> None:
+        ns = self.h[role]
+        ns.addr("add", index=ns.link_lookup(ifname=ifname)[0], address=address, prefixlen=prefixlen)
 
-    def lan(edge: str, net: str, members: list[tuple[str, str, int]]) -> None:
+    def route(self, role: str, dst: str, via: str) -> None:
+        """A route through a gateway; `dst` "default" or "a.b.c.d/len"."""
+        self.h[role].route("add", dst="0.0.0.0/0" if dst == "default" else dst, gateway=via)
+
+    def bridge(self, edge: str) -> None:
+        """The LAN bridge `lan` on `edge`."""
+        self.h[edge].link("add", ifname="lan", kind="bridge")
+        _up(self.h[edge], "lan", self.mtu)
+
+    def port(self, edge: str, port: str, host: str) -> None:
+        """`host`'s eth0 cabled to port `port` of `edge`'s LAN bridge."""
+        self.veth(edge, port, host, "eth0")
+        ns = self.h[edge]
+        ns.link("set", index=ns.link_lookup(ifname=port)[0], master=ns.link_lookup(ifname="lan")[0])
+
+    def host(self, edge: str, port: str, host: str, address: str, gateway: str) -> None:
+        """An end host on `edge`'s LAN: its address, and its default route through the edge."""
+        self.port(edge, port, host)
+        self.addr(host, "eth0", address)
+        self.route(host, "default", gateway)
+        self.topo.boxes[host].address = address
+        self.topo.boxes[host].lan_gateway = gateway
+
+    def lan(self, edge: str, net: str, members: list[tuple[str, str, int]]) -> None:
         """A LAN bridge on `edge` with a host (role, bridge port, address suffix) per member."""
-        h[edge].link("add", ifname="lan", kind="bridge")
-        _up(h[edge], "lan", mtu)
-        addr(edge, "lan", f"{net}.1")
+        self.bridge(edge)
+        self.addr(edge, "lan", f"{net}.1")
         for host, port, suffix in members:
-            veth(edge, port, host, "eth0")
-            h[edge].link(
-                "set",
-                index=h[edge].link_lookup(ifname=port)[0],
-                master=h[edge].link_lookup(ifname="lan")[0],
-            )
-            addr(host, "eth0", f"{net}.{suffix}")
-            h[host].route("add", dst="0.0.0.0/0", gateway=f"{net}.1")
-            topo.boxes[host].address = f"{net}.{suffix}"
-            topo.boxes[host].lan_gateway = f"{net}.1"
+            self.host(edge, port, host, f"{net}.{suffix}", f"{net}.1")
 
-    def cross(hop: int, end: str, base: int) -> list[tuple[str, str, int]]:
-        hosts = [cross_host(hop, end, i) for i in range(1, topo.hops[hop - 1] + 1)]
-        return [(x, x, base + i) for i, x in enumerate(hosts, 1)]  # bridge port named as the host
+
+def _hop_lans(links: _Links, plan: HopPlan) -> None:
+    """LAN p of the hops' plan: a bridge in its router's namespace (r_p, or gw after the last
+    hop), the servers on LAN 1, each cross host's eth0 on a port named as the host."""
+    servers = [(f"srv{i}", f"p{i}", 10 + i) for i in range(1, links.topo.servers + 1)]
+    for lan in plan.lans:
+        links.bridge(lan.router)
+        for host, port, suffix in servers if lan.position == 1 else []:
+            links.host(lan.router, port, host, f"{lan.net}.{suffix}", lan.gateway)
+        for x in lan.hosts:
+            links.port(lan.router, x.role, x.role)
+
+
+def _hop_wires(links: _Links, plan: HopPlan) -> None:
+    """Each hop's two cables to its emulator box, then every address of the plan, each node's
+    address and LAN gateway in the topology."""
+    for c in plan.cables:
+        links.veth(c.a, c.a_if, c.b, c.b_if)
+    for a in plan.addresses:
+        links.addr(a.node, a.ifname, a.address, hop_plan.PREFIXLEN)
+    for n in plan.nodes:
+        links.topo.boxes[n.role].address = n.address
+        links.topo.boxes[n.role].lan_gateway = n.lan_gateway
+
+
+def _hop_routes(links: _Links, plan: HopPlan, edges: list[str]) -> None:
+    """The plan's routes along the hops, and each st edge's to the hops' networks across the
+    satellite (the servers' LAN has its route already)."""
+    for r in plan.routes:
+        links.route(r.node, r.dst, r.via)
+    for net, edge in itertools.product(plan.far_nets, edges):
+        links.route(edge, f"{net}.0/24", f"{SAT_NET}.1")
+
+
+def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
+    links = _Links(topo, h, mtu)
+    veth, addr, lan = links.veth, links.addr, links.lan
+    hops = hop_plan.plan(topo.hops)
 
     for role in (r for r in h if r != terminals.SWITCH):
         topo.boxes[role] = Box(role, namespace_name(topo.testbed_id, role), None)
 
-    # The server side: positions 1..K are the routers r1..rK, position K+1 the gw edge.
-    k_hops = len(topo.hops)
-    positions = [router(p) for p in range(1, k_hops + 1)] + ["gw"]
-    for p, box in enumerate(positions, 1):
-        members = (
-            [(f"srv{i}", f"p{i}", 10 + i) for i in range(1, topo.servers + 1)] if p == 1 else []
-        )
-        if p <= k_hops:  # the server end of hop p
-            members += cross(p, "s", 100)
-        if p > 1:  # the client end of hop p - 1
-            members += cross(p - 1, "c", 200)
-        lan(box, lan_net(p), members)
-        topo.boxes[box].address = f"{lan_net(p)}.1"
-    for k in range(1, k_hops + 1):
-        veth(positions[k - 1], "down", hop_box(k), "gw")  # the hop emulator's ports: gw and st
-        veth(positions[k], "up", hop_box(k), "st")
-        addr(positions[k - 1], "down", f"{hop_net(k)}.1")
-        addr(positions[k], "up", f"{hop_net(k)}.2")
+    # The server side (the hops' plan): LANs, the hops' cables and addresses.
+    _hop_lans(links, hops)
+    _hop_wires(links, hops)
     terms = terminals.plan(topo.terminals or [topo.clients])
     for t in terms:
         lan(t.edge, t.net, [(f"cli{i}", f"p{i}", 10 + i) for i in t.clients])
@@ -280,18 +310,8 @@ def _wire(topo: Topology, h: dict[str, NetNS], mtu: int) -> None:
         h[t.edge].route("add", dst=f"{SERVER_NET}.0/24", gateway=f"{SAT_NET}.1")
         topo.boxes[t.edge].address = t.sat_address
 
-    # Routes along the hops: toward the satellite by default, back by each network behind.
-    for p, box in enumerate(positions, 1):
-        if p <= k_hops:
-            h[box].route("add", dst="0.0.0.0/0", gateway=f"{hop_net(p)}.2")
-        behind = [lan_net(q) for q in range(1, p)] + [hop_net(q) for q in range(1, p - 1)]
-        for net in behind:
-            h[box].route("add", dst=f"{net}.0/24", gateway=f"{hop_net(p - 1)}.1")
-    hop_side = [lan_net(p) for p in range(2, k_hops + 2)] + [
-        hop_net(k) for k in range(1, k_hops + 1)
-    ]
-    for net, t in itertools.product(hop_side, terms):  # SERVER_NET has its route already
-        h[t.edge].route("add", dst=f"{net}.0/24", gateway=f"{SAT_NET}.1")
+    # Routes along the hops, and across the satellite to the hops' networks.
+    _hop_routes(links, hops, [t.edge for t in terms])
 
 
 def _switch(topo: Topology, ns: NetNS, edge_ports: list[str], mtu: int) -> None:
