@@ -5,6 +5,7 @@
 //! same transmitter and channel as a long-running flowgraph (gr/dvbs2_loop.py) fed over ZeroMQ:
 //! BBFRAMEs in, decoded BBFRAMEs or erasures out (`satlab-phy --loop-bench`).
 
+pub mod awgn;
 pub mod bch;
 pub mod constellation;
 pub mod cpu;
@@ -18,7 +19,9 @@ pub mod phy_loop;
 pub mod plframe;
 pub mod qc;
 pub mod receiver;
+pub mod waveform;
 
 pub use modcod::{FrameSize, ModCod, Modulation};
 pub use phy_loop::{Erasure, LoopConfig, LoopError, LoopFrame, PhyLoop};
 pub use receiver::{Config, Decoder, Delivered, FrameResult, Receiver};
+pub use waveform::{WaveformChannel, WaveformConfig, WaveformFrame};

@@ -12,6 +12,10 @@
 //! samples until more input comes: when the IQ stops while frames are outstanding, filler frames
 //! (zero BBFRAMEs, never decoded) push them out.
 //!
+//! Per-frame Es/N0 (`LoopConfig::per_frame_esn0`, the emulator's `kind: dvbs2_waveform`): the
+//! flowgraph runs at `awgn::BASE_ESN0_DB` and each frame's noise is topped up here to the Es/N0
+//! `submit_at` gave it, exactly (crate::awgn says why); the receiver's LLRs use that frame's N0.
+//!
 //! ZeroMQ: the `zmq` crate (0.9), the binding of libzmq, the library gr-zeromq uses; 0.9 links
 //! Debian's libzmq (libzmq3-dev) where 0.10 compiles its own copy. The pure-Rust `zeromq` crate
 //! would bring an async runtime into a crate that is a plain loop.
@@ -23,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::awgn::{self, Awgn};
 use crate::constellation::C64;
 use crate::cpu::thread_cpu_s;
 use crate::iq;
@@ -70,8 +75,12 @@ fn zmq_err(what: &str) -> impl Fn(zmq::Error) -> LoopError + '_ {
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
     pub modcod: ModCod,
-    /// The channel's Es/N0, dB (-10 to 40); also the receiver's LLR scaling.
+    /// The channel's Es/N0, dB (-10 to 40); also the receiver's LLR scaling. With
+    /// `per_frame_esn0`, the Es/N0 of the frames `submit` pushes.
     pub esn0_db: f64,
+    /// Each frame at its own Es/N0 (`submit_at`): the flowgraph runs at `awgn::BASE_ESN0_DB`
+    /// and the rest of the frame's noise is added on this side.
+    pub per_frame_esn0: bool,
     /// The channel's noise seed.
     pub seed: u32,
     pub goldcode: u32,
@@ -96,6 +105,7 @@ impl LoopConfig {
         LoopConfig {
             modcod,
             esn0_db,
+            per_frame_esn0: false,
             seed: 1,
             goldcode: 0,
             max_iterations: 50,
@@ -109,12 +119,7 @@ impl LoopConfig {
     }
 
     fn check(&self) -> Result<(), LoopError> {
-        if !(-10.0..=40.0).contains(&self.esn0_db) {
-            return Err(LoopError::Unsupported(format!(
-                "esn0_db {} is outside [-10, 40] dB",
-                self.esn0_db
-            )));
-        }
+        check_esn0(self.esn0_db)?;
         if !(1..=64).contains(&self.in_flight) {
             return Err(LoopError::Unsupported(format!(
                 "in_flight {} is outside [1, 64] frames",
@@ -128,6 +133,26 @@ impl LoopConfig {
             )));
         }
         Ok(())
+    }
+}
+
+/// The Es/N0 range of the loop: gr-channels' and the receiver's tested range.
+fn check_esn0(esn0_db: f64) -> Result<(), LoopError> {
+    if !(-10.0..=awgn::BASE_ESN0_DB).contains(&esn0_db) {
+        return Err(LoopError::Unsupported(format!(
+            "esn0_db {esn0_db} is outside [-10, {}] dB",
+            awgn::BASE_ESN0_DB
+        )));
+    }
+    Ok(())
+}
+
+/// The Es/N0 the flowgraph's own channel runs at.
+fn flowgraph_esn0_db(cfg: &LoopConfig) -> f64 {
+    if cfg.per_frame_esn0 {
+        awgn::BASE_ESN0_DB
+    } else {
+        cfg.esn0_db
     }
 }
 
@@ -145,6 +170,8 @@ pub enum Erasure {
 pub struct LoopFrame {
     /// The number `submit` returned.
     pub seq: u64,
+    /// The channel's Es/N0 for this frame (dB).
+    pub esn0_db: f64,
     /// The BBFRAME delivered (K_bch / 8 bytes, MSB first; it may still differ from the one sent
     /// when BCH "corrects" to a wrong codeword), or the erasure.
     pub outcome: Result<Vec<u8>, Erasure>,
@@ -155,10 +182,18 @@ pub struct LoopFrame {
     pub cpu_s: f64,
 }
 
-/// A frame pushed into the flowgraph.
+/// A frame pushed into the flowgraph, with the complex noise variance its symbols must reach.
 enum Pushed {
-    Frame(u64),
-    Filler,
+    Frame(u64, f64),
+    Filler(f64),
+}
+
+impl Pushed {
+    fn n0(&self) -> f64 {
+        match *self {
+            Pushed::Frame(_, n0) | Pushed::Filler(n0) => n0,
+        }
+    }
 }
 
 /// A running loop: the flowgraph process, its sockets and the receiver.
@@ -175,6 +210,11 @@ pub struct PhyLoop {
     samples: Vec<C64>,
     synced: bool,
     next_seq: u64,
+    /// Per-frame noise: its source, the flowgraph's own N0 and how many of `samples` (from the
+    /// front) already carry their frame's noise.
+    awgn: Awgn,
+    base_n0: f64,
+    noised: usize,
 }
 
 impl PhyLoop {
@@ -204,10 +244,13 @@ impl PhyLoop {
             rx: Receiver::new(Config {
                 modcod: mc,
                 goldcode: cfg.goldcode as usize,
-                n0: Some(10f64.powf(-cfg.esn0_db / 10.0)),
+                n0: Some(awgn::n0_of(cfg.esn0_db)),
                 max_iterations: cfg.max_iterations,
                 decoder: cfg.decoder,
             }),
+            awgn: Awgn::new(u64::from(cfg.seed)),
+            base_n0: awgn::n0_of(flowgraph_esn0_db(&cfg)),
+            noised: 0,
             cfg,
             child,
             stdin,
@@ -236,12 +279,28 @@ impl PhyLoop {
     pub fn outstanding(&self) -> usize {
         self.pushed
             .iter()
-            .filter(|p| matches!(p, Pushed::Frame(_)))
+            .filter(|p| matches!(p, Pushed::Frame(..)))
             .count()
     }
 
-    /// Pushes one BBFRAME (K_bch / 8 bytes, MSB first); returns its sequence number.
+    /// Pushes one BBFRAME (K_bch / 8 bytes, MSB first) at the loop's Es/N0; returns its
+    /// sequence number.
     pub fn submit(&mut self, bbframe: &[u8]) -> Result<u64, LoopError> {
+        self.push_frame(bbframe, awgn::n0_of(self.cfg.esn0_db))
+    }
+
+    /// Pushes one BBFRAME through the channel at `esn0_db` (needs `per_frame_esn0`).
+    pub fn submit_at(&mut self, bbframe: &[u8], esn0_db: f64) -> Result<u64, LoopError> {
+        if !self.cfg.per_frame_esn0 {
+            return Err(LoopError::Unsupported(
+                "submit_at() needs per_frame_esn0: this flowgraph's noise is fixed".into(),
+            ));
+        }
+        check_esn0(esn0_db)?;
+        self.push_frame(bbframe, awgn::n0_of(esn0_db))
+    }
+
+    fn push_frame(&mut self, bbframe: &[u8], n0: f64) -> Result<u64, LoopError> {
         let kbch = self.cfg.modcod.kbch;
         if bbframe.len() * 8 != kbch {
             return Err(LoopError::Unsupported(format!(
@@ -257,7 +316,7 @@ impl PhyLoop {
         self.push_bits(&bits)?;
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.pushed.push_back(Pushed::Frame(seq));
+        self.pushed.push_back(Pushed::Frame(seq, n0));
         Ok(seq)
     }
 
@@ -322,16 +381,18 @@ impl PhyLoop {
                 .pushed
                 .pop_front()
                 .expect("samples come from pushed frames");
-            let Pushed::Frame(seq) = front else {
-                self.samples.drain(..len);
+            let Pushed::Frame(seq, n0) = front else {
+                self.drop_samples(len);
                 continue;
             };
+            self.top_up_noise(n0, len);
+            self.rx.set_n0(Some(n0));
             let cpu0 = thread_cpu_s();
             let d = self
                 .rx
                 .decode_bbframe(&self.samples[..len], Some(&self.samples[len..len + 90]));
             let cpu_s = thread_cpu_s() - cpu0;
-            self.samples.drain(..len);
+            self.drop_samples(len);
             let outcome = match (d.bch_corrected, d.ldpc_ok) {
                 (Some(_), _) => Ok(pack(&d.bits)),
                 (None, false) => Err(Erasure::LdpcNotConverged),
@@ -339,6 +400,7 @@ impl PhyLoop {
             };
             return Ok(Some(LoopFrame {
                 seq,
+                esn0_db: -10.0 * n0.log10(),
                 outcome,
                 iterations: d.iterations,
                 esn0_est_db: d.esn0_est_db,
@@ -347,6 +409,27 @@ impl PhyLoop {
             }));
         }
         Ok(None)
+    }
+
+    /// Brings the front frame's `len` samples to N0 `n0`, and the next PLHEADER (the phase
+    /// anchor after them) to the next frame's N0: each sample gets its noise once, by the
+    /// frame it belongs to. Nothing is added when the flowgraph's own noise is the frame's.
+    fn top_up_noise(&mut self, n0: f64, len: usize) {
+        let next_n0 = self.pushed.front().map_or(n0, Pushed::n0);
+        for (range, target) in [(0..len, n0), (len..len + 90, next_n0)] {
+            let from = range.start.max(self.noised);
+            if from < range.end {
+                self.awgn
+                    .add(&mut self.samples[from..range.end], target - self.base_n0);
+            }
+        }
+        self.noised = self.noised.max(len + 90);
+    }
+
+    /// Drops the front frame's samples.
+    fn drop_samples(&mut self, len: usize) {
+        self.samples.drain(..len);
+        self.noised = self.noised.saturating_sub(len);
     }
 
     /// Drops the samples before the first PLHEADER.
@@ -398,7 +481,8 @@ impl PhyLoop {
             let len = self.rx.frame_len();
             if self.samples.len() + len >= self.pushed.len() * len {
                 self.push_bits(&vec![0u8; self.cfg.modcod.kbch])?;
-                self.pushed.push_back(Pushed::Filler);
+                let n0 = self.pushed.back().map_or(self.base_n0, Pushed::n0);
+                self.pushed.push_back(Pushed::Filler(n0));
             }
         }
     }
@@ -456,7 +540,7 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
         .args(["--modcod", &mc.id.to_string(), "--frame", frame])
         .args([
             "--esn0",
-            &cfg.esn0_db.to_string(),
+            &flowgraph_esn0_db(cfg).to_string(),
             "--seed",
             &cfg.seed.to_string(),
         ])

@@ -176,6 +176,12 @@ impl Receiver {
         self.frame_len
     }
 
+    /// The noise variance the LLRs use from the next frame on (`None`: estimated per frame);
+    /// the PHY loop sets each frame's own N0 when Es/N0 changes per frame.
+    pub fn set_n0(&mut self, n0: Option<f64>) {
+        self.cfg.n0 = n0;
+    }
+
     /// Edges of the LDPC code's Tanner graph: the work of one decoder iteration.
     pub fn edges(&self) -> usize {
         self.edges

@@ -94,6 +94,10 @@ struct Args {
     #[arg(long, value_name = "K", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     in_flight: u32,
+    /// PHY loop: the waveform mode (`kind: dvbs2_waveform`): the flowgraph at 40 dB, each
+    /// frame's noise up to --esn0 added by the loop (what per-frame Es/N0 costs)
+    #[arg(long, requires = "loop_bench")]
+    per_frame_esn0: bool,
     /// PHY loop: also write the IQ to PATH.sigmf-data and PATH.sigmf-meta
     #[arg(long, value_name = "PATH")]
     sigmf: Option<PathBuf>,
@@ -172,6 +176,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
     cfg.decoder = decoder;
     cfg.in_flight = a.in_flight as usize;
     cfg.sigmf = a.sigmf.clone();
+    cfg.per_frame_esn0 = a.per_frame_esn0;
     let frames = a.frames.unwrap_or(100);
     let r = loop_bench::run(cfg, frames).map_err(|e| e.to_string())?;
     let n = r.frames as f64;
@@ -184,6 +189,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "frame": frame_name(frame),
             "pilots": a.pilots,
             "esn0_db": esn0,
+            "per_frame_esn0": a.per_frame_esn0,
             "in_flight": a.in_flight,
             "frames": r.frames,
             "ok": r.ok,

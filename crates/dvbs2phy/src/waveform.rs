@@ -1,0 +1,194 @@
+//! The waveform channel: every BBFRAME of a forward link really encoded, modulated, passed
+//! through AWGN at its own Es/N0 and decoded (the emulator's `kind: dvbs2_waveform`).
+//!
+//! ACM changes the MODCOD from one frame to the next, while a gr-dtv flowgraph is built for one
+//! MODCOD (crate::phy_loop): the channel keeps one `PhyLoop` per MODCOD in use, started on that
+//! MODCOD's first frame (0.25-1.3 s) and kept, each in per-frame Es/N0 mode (crate::awgn). Frames
+//! come back in the order they were submitted, whatever loop carried them: each loop returns its
+//! own frames in order, so the oldest frame overall is the oldest of its loop.
+//!
+//! The ceiling: the loop's frame rate (flowgraph and decoder on this machine's cores) bounds
+//! the symbol rate a link may run in this mode: `check_ceiling` refuses a symbol rate whose
+//! frames of a MODCOD arrive faster than the loop sustained them in `satlab-phy --loop-bench`.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::modcod::{FrameSize, ModCod, Modulation};
+use crate::phy_loop::{LoopConfig, LoopError, LoopFrame, PhyLoop};
+use crate::receiver::Decoder;
+
+/// What every loop of a waveform channel shares.
+#[derive(Debug, Clone)]
+pub struct WaveformConfig {
+    pub frame: FrameSize,
+    pub pilots: bool,
+    /// Noise seed of the first loop; each further MODCOD's loop takes the next one.
+    pub seed: u32,
+    pub goldcode: u32,
+    pub max_iterations: usize,
+    pub decoder: Decoder,
+    /// Frames in flight per loop (crate::phy_loop: 2 or more keeps the decoder busy).
+    pub in_flight: usize,
+}
+
+impl WaveformConfig {
+    /// The loop defaults (crate::phy_loop::LoopConfig::new) for `frame` and `pilots`.
+    pub fn new(frame: FrameSize, pilots: bool) -> Self {
+        let d = LoopConfig::new(
+            ModCod::new(4, frame, pilots).expect("QPSK 1/2 has both frame sizes"),
+            0.0,
+        );
+        WaveformConfig {
+            frame,
+            pilots,
+            seed: d.seed,
+            goldcode: d.goldcode,
+            max_iterations: d.max_iterations,
+            decoder: d.decoder,
+            in_flight: d.in_flight,
+        }
+    }
+}
+
+/// One frame back from the channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaveformFrame {
+    /// The number `submit` returned (one sequence over every MODCOD).
+    pub seq: u64,
+    pub modcod_id: u32,
+    /// The loop's result: the delivered BBFRAME or the erasure, Es/N0, iterations, times.
+    pub frame: LoopFrame,
+}
+
+/// One loop per MODCOD in use; frames in submission order.
+pub struct WaveformChannel {
+    cfg: WaveformConfig,
+    loops: BTreeMap<u32, PhyLoop>,
+    /// (seq, MODCOD) of every frame submitted and not yet returned, oldest first.
+    order: VecDeque<(u64, u32)>,
+    next_seq: u64,
+}
+
+impl WaveformChannel {
+    pub fn new(cfg: WaveformConfig) -> Self {
+        WaveformChannel {
+            cfg,
+            loops: BTreeMap::new(),
+            order: VecDeque::new(),
+            next_seq: 0,
+        }
+    }
+
+    /// MODCODs whose loop runs.
+    pub fn modcods_started(&self) -> Vec<u32> {
+        self.loops.keys().copied().collect()
+    }
+
+    /// Frames submitted and not yet returned.
+    pub fn outstanding(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Sends one BBFRAME (K_bch / 8 bytes of MODCOD `modcod_id`) through the channel at
+    /// `esn0_db`; starts that MODCOD's loop if it is the first frame with it.
+    pub fn submit(
+        &mut self,
+        modcod_id: u32,
+        esn0_db: f64,
+        bbframe: &[u8],
+    ) -> Result<u64, LoopError> {
+        self.loop_for(modcod_id)?.submit_at(bbframe, esn0_db)?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.push_back((seq, modcod_id));
+        Ok(seq)
+    }
+
+    /// The oldest outstanding frame, decoded (waits for it).
+    pub fn next_frame(&mut self) -> Result<WaveformFrame, LoopError> {
+        let Some((seq, modcod_id)) = self.order.pop_front() else {
+            return Err(LoopError::Unsupported(
+                "next_frame() with no frame submitted".into(),
+            ));
+        };
+        let lp = self
+            .loops
+            .get_mut(&modcod_id)
+            .expect("a submitted frame's loop runs");
+        let frame = lp.next_frame()?;
+        Ok(WaveformFrame {
+            seq,
+            modcod_id,
+            frame,
+        })
+    }
+
+    fn loop_for(&mut self, modcod_id: u32) -> Result<&mut PhyLoop, LoopError> {
+        if !self.loops.contains_key(&modcod_id) {
+            let mc = ModCod::new(modcod_id, self.cfg.frame, self.cfg.pilots)
+                .map_err(LoopError::Unsupported)?;
+            let mut lc = LoopConfig::new(mc, 0.0);
+            lc.per_frame_esn0 = true;
+            lc.seed = self.cfg.seed.wrapping_add(self.loops.len() as u32);
+            lc.goldcode = self.cfg.goldcode;
+            lc.max_iterations = self.cfg.max_iterations;
+            lc.decoder = self.cfg.decoder;
+            lc.in_flight = self.cfg.in_flight;
+            self.loops.insert(modcod_id, PhyLoop::start(lc)?);
+        }
+        Ok(self.loops.get_mut(&modcod_id).expect("inserted above"))
+    }
+}
+
+/// Frames per second the PHY loop sustained per modulation and frame size: the lowest
+/// `satlab-phy --loop-bench` figure (with or without `--per-frame-esn0`, which costs little
+/// beside the decoder) of crates/dvbs2phy/README.md, measured on 2 cores shared with other work
+/// (load 6-9: the figures vary up to twofold with it), pilots, 4 frames in flight, 0.3-1 dB above
+/// QEF.
+pub fn ceiling_frames_per_s(modulation: Modulation, frame: FrameSize) -> f64 {
+    match (frame, modulation) {
+        (FrameSize::Normal, Modulation::Qpsk) => 82.0,
+        (FrameSize::Normal, Modulation::Psk8) => 70.0,
+        (FrameSize::Normal, Modulation::Apsk16) => 65.0,
+        (FrameSize::Normal, Modulation::Apsk32) => 114.0,
+        (FrameSize::Short, Modulation::Qpsk) => 353.0,
+        (FrameSize::Short, Modulation::Psk8) => 417.0,
+        (FrameSize::Short, Modulation::Apsk16) => 342.0,
+        (FrameSize::Short, Modulation::Apsk32) => 609.0,
+    }
+}
+
+/// Refuses `symbol_rate_baud` (named `field` in the error) when frames of `mc` at that rate
+/// would come faster than the loop's ceiling: the decoder would fall behind without bound.
+pub fn check_ceiling(field: &str, symbol_rate_baud: f64, mc: &ModCod) -> Result<(), String> {
+    let ceiling = ceiling_frames_per_s(mc.modulation, mc.frame);
+    let frames_per_s = symbol_rate_baud / mc.frame_symbols() as f64;
+    if frames_per_s > ceiling {
+        return Err(format!(
+            "{field} {symbol_rate_baud} baud with {} is {frames_per_s:.0} frames/s, above the PHY loop's \
+             ceiling of {ceiling} frames/s for {} {:?} frames (at most {:.0} baud)",
+            mc.label(),
+            mc.modulation.name(),
+            mc.frame,
+            ceiling * mc.frame_symbols() as f64
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ceiling_names_the_field_and_the_limit() {
+        let mc = ModCod::new(4, FrameSize::Normal, true).unwrap();
+        let limit = 82.0 * mc.frame_symbols() as f64;
+        assert!(check_ceiling("forward.symbol_rate_baud", limit, &mc).is_ok());
+        let e = check_ceiling("forward.symbol_rate_baud", limit * 1.01, &mc).unwrap_err();
+        assert!(
+            e.starts_with("forward.symbol_rate_baud") && e.contains(&format!("{limit:.0} baud")),
+            "{e}"
+        );
+    }
+}
