@@ -141,6 +141,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Says once which MODCODs keep the assumed PER waterfall under `per_curves: calibrated`, so a
+/// run's erasures are never silently from an assumed curve.
+fn log_waterfall_fallbacks(link: &LinkConfig) -> Result<(), String> {
+    for dir in [Dir::Forward, Dir::Return] {
+        let note = linkmodel::waterfall_fallback_note(link, dir).map_err(|e| e.to_string())?;
+        if let Some(note) = note {
+            log(&note);
+        }
+    }
+    Ok(())
+}
+
 /// Starts the emulator, then waits for SIGINT or SIGTERM and stops it.
 fn run(cfg: EmulatorConfig, realtime: Option<i32>) -> Result<(), String> {
     let sigset = block_signals();
@@ -196,6 +208,7 @@ fn start(
     let link = cfg.link();
     let fwd = Model::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
     let ret = Model::new(&link, Dir::Return).map_err(|e| e.to_string())?;
+    log_waterfall_fallbacks(&link)?;
     let fwd_oracle = open_oracle(&link, Dir::Forward)?;
     let ret_oracle = open_oracle(&link, Dir::Return)?;
 

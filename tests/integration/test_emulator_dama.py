@@ -1,6 +1,6 @@
 """DAMA on the return link (`return.dama`, emulator/CONFIG.md) with real traffic between real
 namespaces (issue 20, "Done when": the DAMA ramp of an upload from an idle terminal; CRA-only and
-RBDC-only behave as configured).
+RBDC-only behave as configured; collisions appear with contention access under load).
 
 Topology and base link: conftest / emuconfig (250 ms each way). The return link here: RCS2 at
 4 Msym/s, CCM QPSK 5/6 (107-byte slots of 536 symbols), DAMA with OpenSAND's 26.5 ms frame, one
@@ -11,6 +11,7 @@ Ethernet rate is 1514 / 1570 = 0.964 x the grant.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -219,3 +220,46 @@ def test_two_terminals_share_the_return_pool_each_with_its_own_requests(
     code, resp = emu.control({"terminal": "b", "direction": "return", "attenuation_db": 2.0})
     assert code == 200, resp
     assert [t["attenuation_db"] for t in resp["return"]["terminals"]] == [0.0, 2.0]
+
+
+def test_terminals_of_a_beam_collide_in_their_contention_slots(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """Six terminals of a return beam (st-host's six addresses), RBDC only, requests by contention
+    in 2 slots a superframe, no background load, 20 ms each way (a request round trip of 3
+    superframes): the six start sending in the same superframe and keep asking by contention
+    until a grant comes, so requests of the beam's own terminals share slots and are lost (six
+    in two slots cannot all be alone); each terminal retries after its backoff until one gets
+    through, and every terminal's data cross."""
+    addrs = [topo.st_ip] + [f"10.250.1.{h}" for h in range(3, 8)]
+    for a in addrs[1:]:
+        topo.sh(topo.st, ["ip", "addr", "add", f"{a}/24", "dev", "st0"])
+    contention = {"slots_per_superframe": 2, "background_load": 0.0, "backoff_superframes": 3}
+    emu = emulator(
+        forward={
+            "delay_ms": 20.0,
+            "beam": {
+                "terminals": [{"name": f"t{k}", "prefixes": [a]} for k, a in enumerate(addrs)]
+            },
+        },
+        **{
+            "return": {
+                **dama_return(cra_kbps=0, rbdc_max_kbps=256, contention=contention)["return"],
+                "delay_ms": 20.0,
+            }
+        },
+    )
+    flows = [UdpFlow(topo.gw_ip, 5001 + k, 100e3, src=a) for k, a in enumerate(addrs)]
+    with contextlib.ExitStack() as stack:
+        rxs = [stack.enter_context(udp_receiver(topo, topo.gw, f.port)) for f in flows]
+        with udp_senders(topo, topo.st, flows, 1.0, UDP_PAYLOAD):
+            pass
+        for rx in rxs:
+            rx.wait_idle(idle_s=1.0, timeout=15)
+    terms = emu.status()["return"]["terminals"]
+    counts = [(t["dama"]["contention_attempts"], t["dama"]["contention_collisions"]) for t in terms]
+    print(f"beam contention (tries, collisions) per terminal: {counts}")
+    # Two requests in one slot both count: the beam's own collisions come at least in pairs.
+    assert sum(c for _, c in counts) >= 2, counts
+    assert all(tries > c for tries, c in counts), "every terminal got a request through"
+    assert all(rx.arrivals for rx in rxs), [len(rx.arrivals) for rx in rxs]

@@ -58,6 +58,7 @@ REASONS = {
     "frame": "OpenSAND sends normal (64800-bit) FECFRAMEs only",
     "gse_label_bytes": "OpenSAND's GSE labels are 6 bytes (compatibility mode) or 3",
     "per_table": "OpenSAND's Gate drops a frame below its MODCOD's threshold: no PER curve",
+    "per_curves": "OpenSAND's Gate drops a frame below its MODCOD's threshold: no PER curve",
     "waterfall_width_db": "OpenSAND's Gate drops a frame below its MODCOD's threshold: no PER "
     "curve",
     "failed_frames": "OpenSAND delivers no frame with bit errors",

@@ -195,6 +195,19 @@ pub enum FrameSize {
     Short,
 }
 
+/// Where the PER curves of a link without `per_table` (or of the MODCODs its file lacks) come
+/// from (`per.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PerCurves {
+    /// The committed waveform calibration (GNU Radio transmitter, the product's receiver; AWGN)
+    /// of the link's frame size; a MODCOD it does not have uses the waterfall (said at start).
+    #[default]
+    Calibrated,
+    /// The assumed waterfall of `waterfall_width_db` around each MODCOD's required Es/N0.
+    Waterfall,
+}
+
 /// One direction of the link: physical layer, ACM, attenuation, queue, errors, reordering, delay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -228,9 +241,12 @@ pub struct DirectionConfig {
     /// Embedded MODCOD table of a dvbs2 link without `modcod_table`: `dvbs2` (default).
     #[schemars(extend("x-when" = {"kind": ["dvbs2"]}))]
     pub modcod_set: Option<ModcodSet>,
-    /// PER table file (`modcod_id,esn0_db,per`); default: waterfall derived from the thresholds.
+    /// PER table file (`modcod_id,esn0_db,per`); its MODCODs override `per_curves`.
     pub per_table: Option<PathBuf>,
-    /// Width of the default waterfall from PER 1e-1 to 1e-7, dB.
+    /// PER curves without `per_table`: `calibrated` (default: the committed waveform calibration
+    /// of `frame`, DVB-S2 MODCODs) or `waterfall` (assumed, `waterfall_width_db`).
+    pub per_curves: PerCurves,
+    /// Width of the assumed waterfall from PER 1e-1 to 1e-7, dB.
     #[schemars(range(min = 0.01, max = 10.0), extend("x-unit" = "dB"))]
     pub waterfall_width_db: f64,
     /// GSE label length: 0, 3 or 6 bytes.
@@ -274,6 +290,7 @@ impl Default for DirectionConfig {
             modcod_table: None,
             modcod_set: None,
             per_table: None,
+            per_curves: PerCurves::Calibrated,
             waterfall_width_db: 0.2,
             gse_label_bytes: 3,
             acm: AcmConfig::default(),
@@ -751,19 +768,23 @@ pub struct DamaConfig {
 /// Contention access for capacity requests (`return.dama.contention`, DVB-RCS2's random access
 /// in slotted ALOHA). A terminal that had no granted slot in the last superframe has no burst to
 /// carry its request in-band: it sends it in one of `slots_per_superframe` contention slots,
-/// picked at random, where the other terminals of the beam (not modelled one by one) send
-/// `background_load` requests per slot on average (Poisson). The request gets through only alone
-/// in its slot, with probability exp(-background_load); after a collision the terminal waits a
-/// uniform 0..=`backoff_superframes` superframes before it tries again. The gateway's answer is the
-/// grant, so a lost request costs its round trip before the terminal can tell; here it tries again
-/// at its next superframe (after the backoff), as a terminal without a grant does.
+/// picked at random. On a return beam the emulated terminals contending in the same superframe
+/// share these slots; terminals outside the emulated set send `background_load` requests per
+/// slot on average (Poisson). The request gets through only alone in its slot: with n emulated
+/// terminals contending, with probability (1 - 1/slots)^(n-1) x exp(-background_load); after a
+/// collision the terminal waits a uniform 0..=`backoff_superframes` superframes before it tries
+/// again. The gateway's answer is the grant, so a lost request costs its round trip before the
+/// terminal can tell; here it tries again at its next superframe (after the backoff), as a
+/// terminal without a grant does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ContentionConfig {
-    /// Contention slots per superframe (each terminal request takes one).
+    /// Contention slots per superframe (each request by contention takes one, shared by the
+    /// beam's terminals).
     #[schemars(range(min = 1, max = 1000))]
     pub slots_per_superframe: u32,
-    /// The other terminals' requests per contention slot (offered load G; 0: no collisions).
+    /// Requests per contention slot of terminals outside the emulated set (offered load G; 0:
+    /// collisions between the emulated terminals only).
     #[schemars(range(min = 0.0, max = 20.0))]
     pub background_load: f64,
     /// Largest random wait after a collision, superframes.

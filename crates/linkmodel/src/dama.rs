@@ -19,8 +19,13 @@
 //!   trip, at most `vbdc_max_bytes`.
 //!
 //! With `contention`, a request of a terminal that had no granted slot in the last superframe
-//! (no burst to carry it in-band) goes in a contention slot and is lost in a collision with
-//! probability 1 - exp(-background_load) (slotted ALOHA; config.rs, ContentionConfig).
+//! (no burst to carry it in-band) goes in one of the superframe's `slots_per_superframe`
+//! contention slots, picked at random (slotted ALOHA; config.rs, ContentionConfig). It is lost if
+//! another request shares the slot: one of the beam's other terminals (on a return beam,
+//! `dama_pool.rs` finds them and the grant says so) or one of the `background_load` requests
+//! per slot of terminals outside the emulated set (Poisson: present with probability
+//! 1 - exp(-background_load)). So with n of the beam's terminals contending in k slots a request
+//! gets through with probability (1 - 1/k)^(n-1) x exp(-background_load).
 //!
 //! The grant is spread evenly over the superframe's frames, each frame's granted slots first (on
 //! a return beam, from the timeslot the controller gives the terminal on: `dama_pool.rs`).
@@ -48,11 +53,14 @@ struct Request {
     vbdc_bytes: u64,
 }
 
-/// Contention access of the terminal's requests (slotted ALOHA against a background load).
+/// Contention access of the terminal's requests (slotted ALOHA: the beam's other terminals and
+/// a background load of terminals outside the emulated set).
 #[derive(Debug)]
 struct Contention {
-    /// Probability that a request is alone in its slot: exp(-background_load).
-    p_success: f64,
+    /// Contention slots per superframe.
+    slots: u32,
+    /// Probability that no request of the background load is in a slot: exp(-background_load).
+    p_no_background: f64,
     backoff_sf: u32,
     rng: Rng,
     /// The first superframe the terminal may try again after a collision.
@@ -64,7 +72,8 @@ struct Contention {
 impl Contention {
     fn new(c: &ContentionConfig, rng: Rng) -> Self {
         Contention {
-            p_success: (-c.background_load).exp(),
+            slots: c.slots_per_superframe,
+            p_no_background: (-c.background_load).exp(),
             backoff_sf: c.backoff_superframes,
             rng,
             next_try_sf: 0,
@@ -73,14 +82,25 @@ impl Contention {
         }
     }
 
-    /// Whether a request sent in superframe `sf` reaches the gateway (false: no try this
-    /// superframe, backing off, or lost in a collision).
-    fn send(&mut self, sf: u64) -> bool {
+    /// A request to send in superframe `sf`: the contention slot it goes in, or `None` (backing
+    /// off after a collision: no try this superframe).
+    fn pick_slot(&mut self, sf: u64) -> Option<u32> {
         if sf < self.next_try_sf {
-            return false;
+            return None;
         }
         self.attempts += 1;
-        if self.rng.f64() < self.p_success {
+        let slot = (self.rng.f64() * f64::from(self.slots)) as u32;
+        Some(slot.min(self.slots - 1))
+    }
+
+    /// Whether the request sent in superframe `sf` reaches the gateway: it did not share its
+    /// slot with another of the beam's terminals (`beam_collision`) nor with the background
+    /// load. After a collision the terminal waits a uniform 0..=`backoff_sf` superframes more.
+    fn got_through(&mut self, sf: u64, beam_collision: bool) -> bool {
+        // Drawn even after a beam collision, so one terminal's stream does not depend on the
+        // others' choices of slot.
+        let background_free = self.rng.f64() < self.p_no_background;
+        if background_free && !beam_collision {
             return true;
         }
         self.collisions += 1;
@@ -105,6 +125,10 @@ pub(crate) struct Grant {
     /// this frame and the next ones, wrapping), so a pool's remainders spread over its frames.
     /// 0 for one terminal.
     pub(crate) first_frame: u32,
+    /// The terminal's request of this superframe went in a contention slot that another of the
+    /// beam's terminals also sent in (`dama_pool.rs`, ContentionSlots): it is lost. Always
+    /// false for one terminal (its contention meets the background load only).
+    pub(crate) request_collided: bool,
 }
 
 /// What a terminal may be granted in one superframe, by category, before a shared pool is
@@ -115,6 +139,9 @@ pub(crate) struct Demand {
     pub(crate) cra: u32,
     pub(crate) rbdc: u32,
     pub(crate) vbdc: u32,
+    /// The contention slot the terminal's request went out in this superframe (`None`: no
+    /// request, sent in-band, or backing off).
+    pub(crate) contention_slot: Option<u32>,
 }
 
 impl Grant {
@@ -177,6 +204,9 @@ pub(crate) struct Dama {
     request_delay_sf: u64,
     free_capacity: bool,
     contention: Option<Contention>,
+    /// The request sent in a contention slot this superframe, until the grant says whether it
+    /// collided with another of the beam's terminals ([`Dama::set_grant`]).
+    contending: Option<(Request, u32)>,
     /// The current superframe (`None` before the first tick).
     sf: Option<u64>,
     // Terminal side.
@@ -262,6 +292,7 @@ impl Dama {
             request_delay_sf,
             free_capacity: c.free_capacity,
             contention: c.contention.as_ref().map(|k| Contention::new(k, rng)),
+            contending: None,
             sf: None,
             arrived_bytes: 0,
             vbdc_pending_bytes: 0,
@@ -313,6 +344,7 @@ impl Dama {
             fca,
             first_slot: 0,
             first_frame: 0,
+            request_collided: false,
         });
     }
 
@@ -354,23 +386,38 @@ impl Dama {
             .min(self.vbdc_max_bytes);
         self.last_rbdc_request_bps = rbdc;
         self.last_vbdc_request_bytes = vbdc;
-        if (rbdc > 0.0 || vbdc > 0) && self.request_gets_through(sf) {
-            self.vbdc_pending_bytes += vbdc;
-            self.in_flight.push_back(Request {
-                effective_sf: sf + self.request_delay_sf,
-                rbdc_bps: (rbdc > 0.0).then_some(rbdc),
-                vbdc_bytes: vbdc,
-            });
+        if rbdc == 0.0 && vbdc == 0 {
+            return;
+        }
+        let r = Request {
+            effective_sf: sf + self.request_delay_sf,
+            rbdc_bps: (rbdc > 0.0).then_some(rbdc),
+            vbdc_bytes: vbdc,
+        };
+        // In-band when the last superframe's grant gave the terminal a burst to carry it in;
+        // else, with contention access, in a contention slot (the outcome comes with the grant).
+        match &mut self.contention {
+            Some(c) if self.grant.total() == 0 => self.contending = c.pick_slot(sf).map(|s| (r, s)),
+            _ => self.dispatch(r),
         }
     }
 
-    /// In-band (the last superframe's grant gave the terminal a burst to carry it in) or, with
-    /// contention access, through a contention slot.
-    fn request_gets_through(&mut self, sf: u64) -> bool {
-        let in_band = self.grant.total() > 0;
-        match &mut self.contention {
-            Some(c) if !in_band => c.send(sf),
-            _ => true,
+    /// A request reaches the controller `request_delay_sf` after it left.
+    fn dispatch(&mut self, r: Request) {
+        self.vbdc_pending_bytes += r.vbdc_bytes;
+        self.in_flight.push_back(r);
+    }
+
+    /// The request sent in a contention slot this superframe, if any: on its way to the
+    /// controller unless it collided (`beam_collision`: with another of the beam's terminals).
+    fn settle_contention(&mut self, beam_collision: bool) {
+        let (Some((r, _)), Some(c), Some(sf)) =
+            (self.contending.take(), self.contention.as_mut(), self.sf)
+        else {
+            return;
+        };
+        if c.got_through(sf, beam_collision) {
+            self.dispatch(r);
         }
     }
 
@@ -407,12 +454,21 @@ impl Dama {
             .vbdc_outstanding_bytes
             .div_ceil(u64::from(self.slot_bytes));
         let vbdc = wanted.min(u64::from(capacity - cra - rbdc)) as u32;
-        Demand { cra, rbdc, vbdc }
+        Demand {
+            cra,
+            rbdc,
+            vbdc,
+            contention_slot: self.contending.map(|(_, s)| s),
+        }
     }
 
     /// The second half of a superframe tick: the controller's grant `g` (at most the
-    /// [`Demand`] in CRA, RBDC and VBDC; a carry keeps at most one slot a rate was not granted).
+    /// [`Demand`] in CRA, RBDC and VBDC; a carry keeps at most one slot a rate was not granted),
+    /// and the fate of this superframe's contention request.
     pub(crate) fn set_grant(&mut self, g: Grant) {
+        // Before the grant's volume is taken off: a request that gets through counts as
+        // pending from the superframe it was sent in, as an in-band one does.
+        self.settle_contention(g.request_collided);
         self.cra_carry = (self.cra_carry - g.cra as f64).min(1.0);
         self.rbdc_carry = (self.rbdc_carry - g.rbdc as f64).min(1.0);
         let volume =
@@ -719,6 +775,37 @@ mod tests {
         assert!((lost - 0.632).abs() < 0.04, "{lost}");
         // Only the requests that got through are in flight to the gateway.
         assert_eq!(d.in_flight.len() as u64, 4000 - st.contention_collisions);
+    }
+
+    #[test]
+    fn a_request_that_shared_its_slot_with_another_terminals_is_lost() {
+        // No background load: only the beam's own terminals (the grant says so) collide.
+        let mut d = contending(0.0, 0);
+        let slot = d.request(10_000, 100).contention_slot;
+        assert!(slot.is_some_and(|s| s < 4), "{slot:?}");
+        d.set_grant(Grant {
+            request_collided: true,
+            ..Grant::default()
+        });
+        assert!(d.in_flight.is_empty());
+        assert!(d.request(10_000, 100).contention_slot.is_some());
+        d.set_grant(Grant::default());
+        assert_eq!(d.in_flight.len(), 1, "alone in its slot: through");
+        let st = d.status();
+        assert_eq!((st.contention_attempts, st.contention_collisions), (2, 1));
+    }
+
+    #[test]
+    fn a_terminal_picks_each_contention_slot_alike() {
+        // 4000 picks over 4 slots: 1000 each, sd 27; five of them allowed.
+        let mut d = contending(0.0, 0);
+        let mut picks = [0u32; 4];
+        for _ in 0..4000 {
+            let s = d.request(10_000, 100).contention_slot.expect("a try");
+            picks[s as usize] += 1;
+            d.set_grant(Grant::default());
+        }
+        assert!(picks.iter().all(|&n| n.abs_diff(1000) < 137), "{picks:?}");
     }
 
     #[test]

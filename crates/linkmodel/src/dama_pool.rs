@@ -21,8 +21,43 @@
 //! has two slots at the same time. With several frames per superframe, the slots of a grant that
 //! do not divide evenly over the frames go to consecutive frames, the next terminal's from where
 //! the last one's stopped, so they spread over the superframe.
+//!
+//! With `contention`, the gateway also receives the superframe's contention slots
+//! ([`ContentionSlots`]): a request alone among the beam's terminals in its slot can be decoded
+//! (it may still meet the background load, `dama.rs`); two or more in one slot are all lost.
 
 use crate::dama::{Demand, Grant};
+
+/// The contention slots of a return beam's superframe, as the gateway receives them: the
+/// requests the terminals sent there ([`Demand::contention_slot`]) collide when two or more
+/// share a slot. Slotted ALOHA: bursts in one slot overlap whole, so none of them is decoded
+/// (no capture effect).
+#[derive(Debug)]
+pub(crate) struct ContentionSlots {
+    /// Scratch: requests sent in each slot this superframe.
+    senders: Vec<u32>,
+}
+
+impl ContentionSlots {
+    pub(crate) fn new(slots: u32) -> Self {
+        ContentionSlots {
+            senders: vec![0; slots as usize],
+        }
+    }
+
+    /// Marks in `grants` (one per terminal, as `demands`) the requests that shared their slot.
+    pub(crate) fn collide(&mut self, demands: &[Demand], grants: &mut [Grant]) {
+        self.senders.fill(0);
+        for s in demands.iter().filter_map(|d| d.contention_slot) {
+            self.senders[s as usize] += 1;
+        }
+        for (d, g) in demands.iter().zip(grants) {
+            g.request_collided = d
+                .contention_slot
+                .is_some_and(|s| self.senders[s as usize] > 1);
+        }
+    }
+}
 
 /// The pool and the controller's rotating start.
 #[derive(Debug)]
@@ -152,7 +187,12 @@ mod tests {
     use super::*;
 
     fn demand(cra: u32, rbdc: u32, vbdc: u32) -> Demand {
-        Demand { cra, rbdc, vbdc }
+        Demand {
+            cra,
+            rbdc,
+            vbdc,
+            contention_slot: None,
+        }
     }
 
     #[test]
@@ -211,5 +251,29 @@ mod tests {
         let mut out = Vec::new();
         p.grant(&[demand(3, 0, 0), demand(3, 0, 0)], &mut out);
         assert_eq!((out[0].first_frame, out[1].first_frame), (0, 1));
+    }
+
+    #[test]
+    fn requests_sharing_a_contention_slot_collide_and_lone_ones_do_not() {
+        // Slots of 5 terminals' requests: 0, 2, 2, none (in-band or backing off), 3.
+        let slots = [Some(0), Some(2), Some(2), None, Some(3)];
+        let demands: Vec<Demand> = slots
+            .iter()
+            .map(|&s| Demand {
+                contention_slot: s,
+                ..demand(0, 1, 0)
+            })
+            .collect();
+        let mut grants = vec![Grant::default(); 5];
+        grants[3].request_collided = true; // stale: every grant is marked afresh
+        let mut c = ContentionSlots::new(4);
+        c.collide(&demands, &mut grants);
+        let lost: Vec<bool> = grants.iter().map(|g| g.request_collided).collect();
+        assert_eq!(lost, [false, true, true, false, false]);
+        // The next superframe counts afresh: terminal 1 moves to slot 1, both alone now.
+        let mut next = demands.clone();
+        next[1].contention_slot = Some(1);
+        c.collide(&next, &mut grants);
+        assert!(grants.iter().all(|g| !g.request_collided));
     }
 }

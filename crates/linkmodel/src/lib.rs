@@ -77,6 +77,7 @@ pub mod testkit;
 pub use config::{ConfigError, DirectionConfig, LinkConfig};
 pub use control::{ControlCommand, ControlRequest, ControlTarget};
 pub use direction::Direction;
+pub use erasure::waterfall_fallback_note;
 pub use model::Model;
 pub use segment::SegmentKey;
 pub use types::{

@@ -6,7 +6,9 @@
 //! every superframe start the beam asks each terminal for its requests (`dama.rs`), the
 //! controller (`dama_pool.rs`) divides the superframe's carriers x timeslots among them, and
 //! each terminal sends in its own slots. Every terminal has the `return.dama` settings (CRA,
-//! RBDC and VBDC limits, timeout, contention) and its own random streams.
+//! RBDC and VBDC limits, timeout, contention) and its own random streams. With `contention`, the
+//! terminals that send a request by contention in the same superframe share its contention
+//! slots: two or more in one slot all lose their request (`dama_pool.rs`, ContentionSlots).
 //!
 //! A packet's terminal is the one whose `prefixes` hold its IPv4 SOURCE (the return link carries
 //! what the terminals' LANs send): the same longest-prefix table as the forward beam, looked up
@@ -18,7 +20,7 @@
 use crate::config::{ConfigError, LinkConfig};
 use crate::control::ControlCommand;
 use crate::dama::{Demand, Grant};
-use crate::dama_pool::Pool;
+use crate::dama_pool::{ContentionSlots, Pool};
 use crate::direction::Direction;
 use crate::prefix_table::{self, PrefixTable};
 use crate::terminal_links;
@@ -53,6 +55,8 @@ pub struct ReturnBeam {
     /// Source prefix -> terminal.
     table: PrefixTable,
     pool: Pool,
+    /// The superframe's contention slots (`return.dama.contention`).
+    contention: Option<ContentionSlots>,
     /// Start of the next superframe (every terminal's).
     next_tick_ns: u64,
     /// Terminals with data, a burst on the air, packets in the delay line or drops to report.
@@ -106,6 +110,10 @@ impl ReturnBeam {
                 ),
             ));
         }
+        let contention = c
+            .contention
+            .as_ref()
+            .map(|k| ContentionSlots::new(k.slots_per_superframe));
         let next_tick_ns = first.next_tick_ns();
         let input_slack_ns = terminal_links::least_input_slack_ns(terms.iter().map(|t| &t.link));
         let prefixes: Vec<_> = (0..n).map(|k| b.prefixes(k)).collect();
@@ -113,6 +121,7 @@ impl ReturnBeam {
             terms,
             table: PrefixTable::new(&prefixes),
             pool,
+            contention,
             next_tick_ns,
             busy: TerminalSet::new(n),
             input_slack_ns,
@@ -146,7 +155,7 @@ impl ReturnBeam {
     }
 
     /// Runs every superframe start up to `now_ns`: each terminal's requests, the controller's
-    /// division of the pool, each terminal's grant.
+    /// division of the pool and the contention slots' collisions, each terminal's grant.
     fn advance(&mut self, now_ns: u64) {
         while self.next_tick_ns <= now_ns {
             let t = self.next_tick_ns;
@@ -155,6 +164,9 @@ impl ReturnBeam {
                 self.demands.push(term.link.dama_request(t));
             }
             self.pool.grant(&self.demands, &mut self.grants);
+            if let Some(c) = self.contention.as_mut() {
+                c.collide(&self.demands, &mut self.grants);
+            }
             for (k, (term, &g)) in self.terms.iter_mut().zip(&self.grants).enumerate() {
                 term.link.dama_grant(t, g);
                 self.busy.set(k, !term.link.is_idle());

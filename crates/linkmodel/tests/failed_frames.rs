@@ -6,11 +6,12 @@ use linkmodel::{Dir, Direction, LossCause, Outcome};
 mod common;
 use common::{cfg, err, MS};
 
-/// CCM 32APSK 9/10 (required Es/N0 16.05 dB, default waterfall: PER 1 below 15.817 dB) with the
-/// total Es/N0 set by the downlink (the uplink's 60 dB adds 0.0001 dB of noise).
+/// CCM 32APSK 9/10 (required Es/N0 16.05 dB, the assumed waterfall: PER 1 below 15.817 dB; the
+/// cases below sit on its points, so it is set rather than left to the calibrated default) with
+/// the total Es/N0 set by the downlink (the uplink's 60 dB adds 0.0001 dB of noise).
 fn direction(downlink_db: f64, failed_frames: &str) -> Direction {
     let yaml = format!(
-        "forward: {{delay_ms: 0, acm: {{mode: ccm, modcod: 28}}, \
+        "forward: {{delay_ms: 0, per_curves: waterfall, acm: {{mode: ccm, modcod: 28}}, \
          uplink: {{clear_sky_db: 60}}, downlink: {{clear_sky_db: {downlink_db}}}{failed_frames}}}"
     );
     Direction::new(&cfg(&yaml), Dir::Forward).unwrap()

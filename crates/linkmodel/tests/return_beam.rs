@@ -252,3 +252,109 @@ fn a_control_naming_a_terminal_changes_that_terminals_return_link_only() {
     let e = m.control(MS, &unknown).unwrap_err().to_string();
     assert_eq!(e, "terminal: no terminal of forward.beam is named \"zz\"");
 }
+
+/// A beam of `n` terminals whose requests go by contention in `k` slots a superframe against a
+/// `background` load, with no backoff; RBDC only and a request round trip far longer than the
+/// test, so no grant ever comes: from its first packet on, a terminal sends a request by
+/// contention in every superframe (it never has a slot to send it in-band).
+fn contending_beam(n: usize, k: u32, background: f64) -> Model {
+    model(
+        n,
+        &format!(
+            "cra_kbps: 0, rbdc_max_kbps: 1024, request_delay_superframes: 100000, \
+             contention: {{slots_per_superframe: {k}, background_load: {background}, \
+             backoff_superframes: 0}}"
+        ),
+    )
+}
+
+/// Superframe `sf`'s start, ns (26.5 ms superframes).
+fn superframe_ns(sf: u64) -> u64 {
+    (sf as f64 * 26.5e6).round() as u64
+}
+
+/// The terminals of `m` (`n` of them) idle for 10 superframes, then a packet for each at once,
+/// then `superframes` superframe starts: each terminal's (requests sent by contention, collided).
+fn burst_and_contend(m: &mut Model, n: usize, superframes: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    m.poll(superframe_ns(10), &mut out);
+    let idle = m.status(superframe_ns(10)).dama.expect("summed dama");
+    assert_eq!(idle.contention_attempts, 0, "an idle terminal asks nothing");
+    let burst = superframe_ns(10) + MS;
+    for k in 0..n {
+        m.enqueue(burst, packet_from(k as u8));
+    }
+    for sf in 11..=10 + superframes {
+        m.poll(superframe_ns(sf), &mut out);
+    }
+    contention_counts(m, superframe_ns(10 + superframes))
+}
+
+/// Each terminal's (requests sent by contention, collided) at `t_ns`.
+fn contention_counts(m: &Model, t_ns: u64) -> Vec<(u64, u64)> {
+    m.status(t_ns)
+        .terminals
+        .iter()
+        .map(|t| {
+            let d = t.dama.as_ref().expect("terminal dama");
+            (d.contention_attempts, d.contention_collisions)
+        })
+        .collect()
+}
+
+/// Each terminal's requests that got through are Binomial(`superframes`, `p`): every superframe
+/// its slot is drawn afresh (and the other terminals' slots and the background with it), so its
+/// tries are independent. Five standard deviations allowed.
+fn assert_binomial(counts: &[(u64, u64)], superframes: u64, p: f64) {
+    let s = superframes as f64;
+    let sd = (s * p * (1.0 - p)).sqrt();
+    let through: Vec<u64> = counts.iter().map(|&(a, c)| a - c).collect();
+    eprintln!(
+        "contention: expected {:.1} of {s} through per terminal, got {through:?}",
+        s * p
+    );
+    for (k, &(attempts, collisions)) in counts.iter().enumerate() {
+        assert_eq!(
+            attempts, superframes,
+            "terminal {k}: a try every superframe"
+        );
+        let through = (attempts - collisions) as f64;
+        assert!(
+            (through - s * p).abs() <= 5.0 * sd,
+            "terminal {k}: {through} of {s} got through, slotted ALOHA expects {:.1} (sd {sd:.1})",
+            s * p
+        );
+    }
+}
+
+#[test]
+fn terminals_bursting_at_once_collide_in_their_contention_slots_as_slotted_aloha_predicts() {
+    // 8 terminals in 4 slots: a request is alone with probability (1 - 1/4)^7 = 0.133, where a
+    // background load of 0 alone would let every one through.
+    let (n, k, superframes) = (8, 4, 4000);
+    let counts = burst_and_contend(&mut contending_beam(n, k, 0.0), n, superframes);
+    let p = (1.0 - 1.0 / f64::from(k)).powi(n as i32 - 1);
+    assert_binomial(&counts, superframes, p);
+}
+
+#[test]
+fn the_background_load_adds_its_collisions_to_the_beams_own() {
+    // 3 terminals in 8 slots, 0.5 background requests a slot: alone among the beam's with
+    // probability (7/8)^2 = 0.766, free of the background with exp(-0.5) = 0.607: 0.464 in all.
+    let (n, k, superframes) = (3, 8, 4000);
+    let counts = burst_and_contend(&mut contending_beam(n, k, 0.5), n, superframes);
+    let p = (1.0 - 1.0 / f64::from(k)).powi(n as i32 - 1) * (-0.5f64).exp();
+    assert_binomial(&counts, superframes, p);
+}
+
+#[test]
+fn a_lone_contending_terminal_of_a_beam_never_collides_without_background() {
+    // Two terminals, one contention slot, only terminal 1 has data: its requests never meet
+    // the idle terminal's (there are none).
+    let mut m = contending_beam(2, 1, 0.0);
+    let mut out = Vec::new();
+    m.enqueue(MS, packet_from(1));
+    m.poll(superframe_ns(200), &mut out);
+    let counts = contention_counts(&m, superframe_ns(200));
+    assert_eq!(counts, [(0, 0), (200, 0)]);
+}
