@@ -99,7 +99,7 @@ REASONS: dict[str, str] = {
     "terminal the whole return carrier",
     "access2": "return access (SCPC): the emulator gives the terminal the whole return carrier",
     "physical_layer/error_insertion": "Gate drops a frame below its threshold (a cliff); the "
-    "emulator erases frames by a PER curve (waterfall_width_db, per_table)",
+    "emulator erases frames by a PER curve (per_curves: calibrated or waterfall; per_table)",
     "physical_layer/minimal_condition": "a constant minimal C/N: the emulator judges each "
     "frame against its MODCOD's threshold",
 }
