@@ -158,7 +158,7 @@ class ModcodStatus(TypedDict):
 
 class TerminalStatus(TypedDict):
     """
-    One terminal of a forward beam: its link now and what the carrier sent it.
+    One terminal of a beam (forward or return): its link now and what the carrier sent it.
     """
 
     attenuation_db: float
@@ -240,9 +240,10 @@ class TelemetryLine1(TypedDict):
     """
     terminals: NotRequired[list[TerminalStatus]]
     """
-    The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
-    terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
-    are the first terminal's, the queue and counters the sum over the terminals.
+    The terminals of the beam (`forward.beam`; on the return link with `return.dama`, the
+    return beam of the same terminals), in configuration order; absent with one terminal.
+    With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above are the
+    first terminal's, the queue and counters the sum over the terminals.
     """
     useful_rate_bps: float
     """
@@ -370,9 +371,10 @@ class StatusLine(TypedDict):
     """
     terminals: NotRequired[list[TerminalStatus]]
     """
-    The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
-    terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
-    are the first terminal's, the queue and counters the sum over the terminals.
+    The terminals of the beam (`forward.beam`; on the return link with `return.dama`, the
+    return beam of the same terminals), in configuration order; absent with one terminal.
+    With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above are the
+    first terminal's, the queue and counters the sum over the terminals.
     """
     useful_rate_bps: float
     """

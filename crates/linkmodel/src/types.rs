@@ -140,14 +140,15 @@ pub struct DirectionStatus {
     /// absent without DAMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dama: Option<Box<DamaStatus>>,
-    /// The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
-    /// terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
-    /// are the first terminal's, the queue and counters the sum over the terminals.
+    /// The terminals of the beam (`forward.beam`; on the return link with `return.dama`, the
+    /// return beam of the same terminals), in configuration order; absent with one terminal.
+    /// With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above are the
+    /// first terminal's, the queue and counters the sum over the terminals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terminals: Vec<TerminalStatus>,
 }
 
-/// One terminal of a forward beam: its link now and what the carrier sent it.
+/// One terminal of a beam (forward or return): its link now and what the carrier sent it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TerminalStatus {
     pub name: String,

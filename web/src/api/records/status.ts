@@ -56,9 +56,10 @@ export interface DirectionStatus {
   queue_bytes: number;
   queue_packets: number;
   /**
-   * The terminals of a forward beam (`forward.beam`), in configuration order; absent with one
-   * terminal. With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above
-   * are the first terminal's, the queue and counters the sum over the terminals.
+   * The terminals of the beam (`forward.beam`; on the return link with `return.dama`, the
+   * return beam of the same terminals), in configuration order; absent with one terminal.
+   * With a beam, `modcod`, `esn0_db`, `attenuation_db` and `useful_rate_bps` above are the
+   * first terminal's, the queue and counters the sum over the terminals.
    */
   terminals?: TerminalStatus[];
   /**
@@ -191,7 +192,7 @@ export interface ModcodStatus {
   required_esn0_db: number;
 }
 /**
- * One terminal of a forward beam: its link now and what the carrier sent it.
+ * One terminal of a beam (forward or return): its link now and what the carrier sent it.
  */
 export interface TerminalStatus {
   /**
