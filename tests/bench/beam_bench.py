@@ -39,7 +39,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 sys.path.insert(0, str(HERE))
 
-from emulator_bench import ceiling_ip_bps, emulator_losses, log, sink_trial  # noqa: E402
+from emulator_bench import (  # noqa: E402
+    ceiling_ip_bps,
+    emu_config,
+    emulator_losses,
+    log,
+    sink_trial,
+)
 from linkcalc import frame_time_s  # noqa: E402
 from loadgen import cpu_layout, gso_send_argv, gso_to_sink  # noqa: E402
 from netns import MAC_ST, Emulator, Topology, proc_stat, unique_prefix  # noqa: E402
@@ -88,17 +94,7 @@ def forward(terminals: int, rain: bool) -> dict[str, Any]:
 def emulator(t: Topology, work: Path, terminals: int, rain: bool, cpus: str | None) -> Emulator:
     w = work / f"emu-{terminals}-{int(rain)}"
     w.mkdir(parents=True, exist_ok=True)
-    config = {
-        "seed": 1,
-        "ports": {
-            "gw": {"kind": "af_packet", "interface": "egw"},
-            "st": {"kind": "af_packet", "interface": "est"},
-        },
-        "telemetry": {"socket": str(w / "telemetry.sock"), "period_ms": 100, "events": "none"},
-        "control": {"listen": "127.0.0.1:8781"},
-        "forward": forward(terminals, rain),
-        "return": {"delay_ms": 270.0},
-    }
+    config = emu_config(w, **forward(terminals, rain))
     return Emulator(t, config, workdir=w, cpus=cpus).start(timeout=30.0)
 
 

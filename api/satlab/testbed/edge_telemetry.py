@@ -71,7 +71,7 @@ def views(names: list[str], counts: list[int], directory: Path) -> list[EdgeView
     `telemetry-EDGE.sock` in `directory`."""
     out = []
     for name, t in zip(names, terminals.plan(counts), strict=True):
-        nets = [ipaddress.IPv4Network(f"{t.net}.0/24"), ipaddress.IPv4Network(t.sat_address)]
+        nets = [ipaddress.IPv4Network(p) for p in t.prefixes]
         out.append(EdgeView(name, t.edge, nets, directory / f"telemetry-{t.edge}.sock"))
     return out
 

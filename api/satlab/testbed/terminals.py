@@ -69,6 +69,12 @@ class Terminal:
     sat_address: str
     clients: list[int]  # global client numbers (cli<n>)
 
+    @property
+    def prefixes(self) -> list[str]:
+        """Where its hosts are: its LAN and its edge's satellite address (what the beam tells
+        terminals apart by)."""
+        return [f"{self.net}.0/24", f"{self.sat_address}/32"]
+
 
 def plan(counts: list[int]) -> list[Terminal]:
     """Each terminal's edge, LAN and clients from its client count, in hosts.terminals order
@@ -117,7 +123,7 @@ def fill_beam_prefixes(cfg: dict[str, Any], hosts: Hosts) -> None:
     for term in beam.get("terminals", []):
         t = by_name.get(term.get("name"))
         if t is not None and not term.get("prefixes"):
-            term["prefixes"] = [f"{t.net}.0/24", f"{t.sat_address}/32"]
+            term["prefixes"] = t.prefixes
 
 
 def vlans(hosts: Hosts, link: dict[str, Any]) -> list[int] | None:
