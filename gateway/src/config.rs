@@ -3,9 +3,10 @@
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
 use binkit::bounds::check_range;
+use binkit::http::{DefaultPort, Http};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// Which satellite edge this gateway is.
@@ -277,20 +278,10 @@ impl Default for Ern {
     }
 }
 
-/// Metrics/status HTTP endpoint.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct Http {
-    /// Listen address; None = no endpoint.
-    pub listen: Option<SocketAddr>,
-}
-
-impl Default for Http {
-    fn default() -> Self {
-        Http {
-            listen: Some("127.0.0.1:8791".parse().expect("literal address")),
-        }
-    }
+/// The metrics/status endpoint's default port (the PEP's is 8792: both can run in one namespace).
+pub struct HttpPort;
+impl DefaultPort for HttpPort {
+    const PORT: u16 = 8791;
 }
 
 /// The whole file.
@@ -319,9 +310,9 @@ pub struct Config {
     /// IP-ERN.
     #[serde(default)]
     pub ern: Ern,
-    /// HTTP endpoint.
+    /// HTTP endpoint (metrics and status).
     #[serde(default)]
-    pub http: Http,
+    pub http: Http<HttpPort>,
 }
 
 fn one() -> u64 {
@@ -530,6 +521,8 @@ mod tests {
         assert_eq!(c.ceten.alpha, 0.5);
         assert_eq!(c.ern.beta, 0.226);
         assert_eq!(c.role.ingress_direction(), "forward");
+        // The shared `http` section with the gateway's own default port (the PEP's is 8792).
+        assert_eq!(c.http.listen.unwrap().port(), 8791);
     }
 
     #[test]

@@ -18,7 +18,7 @@ class Edge(StrEnum):
 
 class Http(BaseModel):
     """
-    HTTP endpoint for counters and connection records.
+    The HTTP endpoint (GET only), off the data path.
     """
 
     model_config = ConfigDict(
@@ -154,7 +154,7 @@ class PepConfig(BaseModel):
         le=1000000,
     )
     edge: Edge = Field(..., description="Which edge (label).")
-    http: Http | None = Field(None, description="HTTP endpoint.")
+    http: Http | None = Field(None, description="HTTP endpoint (counters and connection records).")
     intercept: Intercept | None = Field(None, description="Interception.")
     pipe_bytes: int = Field(
         262144,

@@ -1,12 +1,62 @@
 //! A small HTTP/1.0 endpoint on its own thread: GET only, one request per connection, not on the
 //! data path. The caller names its paths and answers each with a content type and a body.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::marker::PhantomData;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub const JSON: &str = "application/json";
+
+/// A binary's default HTTP port, on loopback (a marker type per binary, see [`Http`]).
+pub trait DefaultPort {
+    const PORT: u16;
+}
+
+// One type for every binary that serves an endpoint (the gateway, the PEP); `P` gives the
+// binary's default port where the binary names the type (`Http<HttpPort>`), so each published
+// schema keeps its own default. A marker type rather than a const generic: serde's derive does
+// not take const generics.
+/// The HTTP endpoint (GET only), off the data path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default, bound = "")]
+#[schemars(rename = "Http", bound = "")]
+pub struct Http<P: DefaultPort> {
+    /// Listen address (inside the edge's namespace); None = no endpoint.
+    pub listen: Option<SocketAddr>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    port: PhantomData<P>,
+}
+
+impl<P: DefaultPort> Default for Http<P> {
+    fn default() -> Self {
+        Http {
+            listen: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, P::PORT))),
+            port: PhantomData,
+        }
+    }
+}
+
+impl<P: DefaultPort> Clone for Http<P> {
+    fn clone(&self) -> Self {
+        Http {
+            listen: self.listen,
+            port: PhantomData,
+        }
+    }
+}
+
+impl<P: DefaultPort> std::fmt::Debug for Http<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("listen", &self.listen)
+            .finish()
+    }
+}
 
 /// The endpoint's listener, bound to `http.listen` of a configuration (None: no endpoint). The
 /// error names the field and the address.
@@ -124,5 +174,23 @@ mod tests {
         assert!(post.starts_with("HTTP/1.0 405 Method Not Allowed\r\n"));
         STOP.store(true, Ordering::Relaxed);
         t.join().unwrap();
+    }
+
+    #[test]
+    fn settings_default_to_the_binarys_port_and_the_schema_says_so() {
+        struct Test;
+        impl super::DefaultPort for Test {
+            const PORT: u16 = 8799;
+        }
+        type Http = super::Http<Test>;
+        let absent: Http = serde_json::from_str("{}").unwrap();
+        assert_eq!(absent.listen, Some("127.0.0.1:8799".parse().unwrap()));
+        let off: Http = serde_json::from_str(r#"{"listen": null}"#).unwrap();
+        assert_eq!(off.listen, None);
+        let e = serde_json::from_str::<Http>(r#"{"port": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `port`"), "{e}");
+        let s: serde_json::Value = serde_json::from_str(&crate::schema::pretty::<Http>()).unwrap();
+        assert_eq!(s["title"], "Http");
+        assert_eq!(s["properties"]["listen"]["default"], "127.0.0.1:8799");
     }
 }

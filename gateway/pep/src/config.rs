@@ -3,9 +3,9 @@
 //! Unknown fields are errors; every number has bounds, and an error names the field and the bound.
 
 use binkit::bounds::check_range;
+use binkit::http::{DefaultPort, Http};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::net::SocketAddr;
 use std::path::Path;
 
 /// Which satellite edge this PEP runs at (a label in its status and records).
@@ -127,20 +127,10 @@ impl Default for Settings {
     }
 }
 
-/// HTTP endpoint for counters and connection records.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct Http {
-    /// Listen address (inside the edge's namespace); None = no endpoint.
-    pub listen: Option<SocketAddr>,
-}
-
-impl Default for Http {
-    fn default() -> Self {
-        Http {
-            listen: Some("127.0.0.1:8792".parse().expect("literal address")),
-        }
-    }
+/// The endpoint's default port (the gateway's is 8791: both can run in one namespace).
+pub struct HttpPort;
+impl DefaultPort for HttpPort {
+    const PORT: u16 = 8792;
 }
 
 /// The whole file: what the testbed sets per edge (edge, interception, HTTP endpoint) and the
@@ -169,9 +159,9 @@ pub struct Config {
     #[serde(default = "connection_log")]
     #[schemars(range(max = 1_000_000))]
     pub connection_log: usize,
-    /// HTTP endpoint.
+    /// HTTP endpoint (counters and connection records).
     #[serde(default)]
-    pub http: Http,
+    pub http: Http<HttpPort>,
 }
 
 fn connect_timeout_s() -> f64 {
