@@ -42,9 +42,18 @@ def check_terminal_clients(names: list[str], counts: list[int], clients: int, li
 
 def check_against_link(names: list[str] | None, link: dict[str, Any]) -> None:
     """hosts.terminals (its names, None when absent) and the link's beam name the same terminals;
-    without hosts.terminals a beam of several terminals must say by prefixes where hosts are."""
+    without hosts.terminals a beam of several terminals must say by prefixes where hosts are, and
+    cannot be on VLANs."""
     terms = beam_terminals(link)
     if names is None:
+        if terms and len(terms) > 1 and any(t.get("vlan") is not None for t in terms):
+            # the testbed makes each VLAN the access port of an st edge of its own, and which
+            # clients sit behind which edge only hosts.terminals says (satlab.testbed.terminals)
+            raise ValueError(
+                f"hosts.terminals: the {len(terms)} terminals of link.forward.beam are on VLANs "
+                "and the testbed gives each VLAN its own st edge: say which clients sit behind "
+                "each terminal (hosts.terminals: [{name, clients}])"
+            )
         if terms and len(terms) > 1 and not any(t.get("prefixes") for t in terms):
             raise ValueError(
                 f"hosts.terminals: link.forward.beam has {len(terms)} terminals and none has "

@@ -71,6 +71,11 @@ def test_clients_are_the_terminals_sum_and_survive_a_dump() -> None:
         ),
         (TWO, {}, "hosts.terminals: needs link.forward.beam.terminals"),
         ({}, _beam("a", "b"), "hosts.terminals: link.forward.beam has 2 terminals and none"),
+        (
+            {},
+            {"forward": {"beam": {"terminals": [{"name": "a", "vlan": 7}, {"name": "b"}]}}},
+            "hosts.terminals: the 2 terminals of link.forward.beam are on VLANs",
+        ),
     ],
 )
 def test_refusals_name_the_field(hosts: dict[str, Any], link: dict[str, Any], message: str) -> None:

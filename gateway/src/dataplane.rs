@@ -10,10 +10,13 @@
 //!   pacing rate (slightly below the link's current useful rate), so the bottleneck queue is here,
 //!   where the AQM acts. Sends in batches (sendmmsg); sleeps on epoll with a timerfd at the next
 //!   departure.
-//! - **ingress** (outside -> inside): CETEN (multiply forward corruption survival by the incoming
-//!   link's estimate, remember it for reflection), then straight out (no queue).
+//! - **ingress** (outside -> inside): only frames to the local router or to group addresses (a
+//!   kernel socket filter on the outside port, `macfilter`, once the egress saw the router's MAC),
+//!   then CETEN (multiply forward corruption survival by the incoming link's estimate, remember it
+//!   for reflection), then straight out (no queue).
 
 use crate::aqm::Queue;
+use crate::macfilter::RouterFilter;
 use crate::process;
 use crate::stage::eten::{self, MacLearner};
 use crate::stage::pacing::Pacer;
@@ -140,6 +143,7 @@ fn waiter_on(thread: &str, rx: &RxPort) -> Option<Waiter> {
 
 /// The egress stages' state: the queue, and the stages that keep state of their own.
 struct EgressStages {
+    routers: RouterFilter,
     macs: MacLearner,
     ern: ErnRouter,
     queue: Queue,
@@ -147,9 +151,10 @@ struct EgressStages {
 }
 
 impl EgressStages {
-    fn new(sh: &Shared) -> EgressStages {
+    fn new(sh: &Shared, routers: RouterFilter) -> EgressStages {
         let cfg = &sh.cfg;
         EgressStages {
+            routers,
             macs: MacLearner::new(true),
             ern: ErnRouter::new(&cfg.ern),
             queue: Queue::new(&cfg.egress.aqm, cfg.seed),
@@ -157,13 +162,14 @@ impl EgressStages {
         }
     }
 
-    /// One packet through the per-packet stages (2-6 in `stage/mod.rs`), in order: MAC learning,
-    /// IP-ERN, CETEN, AQM admission, the ERN queue observation. Returns the frame when the AQM
-    /// dropped it.
+    /// One packet through the per-packet stages (2-6 in `stage/mod.rs`), in order: MAC learning
+    /// (with the router's MAC for the outside port's filter, `macfilter`), IP-ERN, CETEN, AQM
+    /// admission, the ERN queue observation. Returns the frame when the AQM dropped it.
     fn packet(&mut self, sh: &Shared, mut f: Vec<u8>, now: u64) -> Option<Vec<u8>> {
         sh.c.egress_rx_frames.fetch_add(1, Ordering::Relaxed);
         sh.c.egress_rx_bytes
             .fetch_add(f.len() as u64, Ordering::Relaxed);
+        self.routers.observe(&f);
         self.macs.observe(sh, &f);
         let mut is_ern = false;
         if let Some(loc) = process::locate_tcp(&f) {
@@ -179,14 +185,14 @@ impl EgressStages {
 /// The egress thread. Per round (the stage numbers of `stage/mod.rs`): read (0), the round's pacing
 /// rate (1), the per-packet stages (2-6, [`EgressStages::packet`]), the notices (7), serve the queue
 /// at the pacing rate (8), end the XCP interval when due (9), send (10), publish (11), sleep (12).
-pub fn egress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort) {
+pub fn egress(sh: Arc<Shared>, mut rx: RxPort, mut tx: TxPort, routers: RouterFilter) {
     let Some(mut waiter) = waiter_on("egress", &rx) else {
         return;
     };
     if let Ok(n) = waiter.notifier() {
         *sh.egress_wake.lock().expect("wake lock") = Some(n);
     }
-    let mut st = EgressStages::new(&sh);
+    let mut st = EgressStages::new(&sh, routers);
     // The XCP controller needs regular ticks even when the link is idle.
     let idle_ms = if st.ern.enabled() { 5 } else { 100 };
     let mut pool: Vec<Vec<u8>> = Vec::new();

@@ -11,6 +11,7 @@ mod config;
 mod dataplane;
 mod ewma;
 mod http;
+mod macfilter;
 mod notifier;
 // port.rs and sys.rs are copies of the emulator's (emulator/src/), kept identical so a later
 // shared crate can replace both; not every helper (TAP ports, kernel drop counts) is used here.
@@ -24,6 +25,7 @@ mod xcp;
 
 use binkit::{cli, exit::OrExit};
 use netio::{port, sys};
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -71,6 +73,10 @@ fn main() {
 fn run(cfg: config::Config) -> std::io::Result<()> {
     let (in_rx, in_tx) = port::open_af_packet(&cfg.ports.inside)?;
     let (out_rx, out_tx) = port::open_af_packet(&cfg.ports.outside)?;
+    // The egress thread learns the router's MAC and filters the outside socket by it (macfilter).
+    // SAFETY: out_rx's descriptor is open here; the clone is a descriptor of its own.
+    let out_socket = unsafe { BorrowedFd::borrow_raw(out_rx.fd()) }.try_clone_to_owned()?;
+    let filter = macfilter::RouterFilter::new(out_socket, &cfg.ports.outside);
     let listener = binkit::http::bind(cfg.http.listen)?;
     let sh = Arc::new(state::Shared::new(cfg));
     stop_on_signals(sh.clone());
@@ -78,7 +84,7 @@ fn run(cfg: config::Config) -> std::io::Result<()> {
     let mut threads = vec![
         spawn("egress", move || {
             sys::precise_timer_slack();
-            dataplane::egress(s1, in_rx, out_tx)
+            dataplane::egress(s1, in_rx, out_tx, filter)
         })?,
         spawn("ingress", move || dataplane::ingress(s2, out_rx, in_tx))?,
         spawn("telemetry", move || telemetry::run(s3))?,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from satlab.scenario import expand_runs, parse_scenario
+from satlab.scenario import ScenarioError, expand_runs, parse_scenario
 from satlab.testbed import testbed, topology, vlan_switch
 from satlab.testbed.backend import create_testbed, owned_testbed
 from satlab.testbed.runner import run_one
@@ -189,9 +189,9 @@ def test_several_vlan_terminals_need_hosts_terminals() -> None:
     for t, p in zip(data["link"]["forward"]["beam"]["terminals"], CLIENTS.values(), strict=True):
         t["prefixes"] = [f"{p}/32"]
     data["traffic"] = data["traffic"][:1]
-    sc = parse_scenario(data)
-    with pytest.raises(TerminalsError, match="^hosts.terminals: the 2 terminals .* on VLANs"):
-        vlans(sc.hosts, sc.link)
+    # refused at submission (satlab.beam_hosts; api/tests/service/test_beam_vlan_submission.py)
+    with pytest.raises(ScenarioError, match="^hosts.terminals: the 2 terminals .* on VLANs"):
+        parse_scenario(data)
     one = copy.deepcopy(data)
     one["link"]["forward"]["beam"]["terminals"] = data["link"]["forward"]["beam"]["terminals"][:1]
     sc = parse_scenario(one)
