@@ -35,10 +35,15 @@ pub mod terminals;
 // 1. queue (per-class queues: classes)
 pub mod classes;
 pub mod queue;
-// 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing, RCS2 timeslots: dama)
+// 2. scheduler: frames on the air (ACM loop: acm, GSE packing: framing, its bytes: gse, RCS2
+//    timeslots: dama)
 pub mod acm;
 mod dama;
 pub mod framing;
+pub mod gse;
+// the PHY-in-the-loop hook: a frame's fate from a decoder (issue 21; not yet called by the
+// forward direction)
+pub mod frame_channel;
 mod scheduler;
 // 3. erasure of whole frames by the channel
 mod erasure;
