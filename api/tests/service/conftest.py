@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from graphlib import TopologicalSorter
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import uvicorn
 from alembic import command
 from alembic.config import Config
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from satlab import db
 from satlab.app import create_app
@@ -91,10 +92,43 @@ class Tokens:
         return {"Authorization": f"Bearer {getattr(self, role)}"}
 
 
+def emptying_statements(conn: Connection) -> str:
+    """What `TRUNCATE {TABLES} RESTART IDENTITY CASCADE` does, as DELETEs: every row of TABLES and
+    of the tables referencing them (children first), then every sequence those tables own
+    restarted. On tables of a few rows this takes ~0.01 s where TRUNCATE, which replaces each
+    table's and index's files, takes 0.09-0.16 s (measured here, 5 times each): once per test.
+    Read from the catalog, so a table a migration adds is emptied too."""
+    fks = conn.execute(
+        text(
+            "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c"
+            " WHERE c.contype = 'f' AND c.conrelid <> c.confrelid"
+        )
+    ).all()
+    tables = {t.strip() for t in TABLES.split(",")}
+    while extra := {child for child, parent in fks if parent in tables} - tables:
+        tables |= extra  # what CASCADE reaches
+    children: dict[str, set[str]] = {t: set() for t in tables}
+    for child, parent in fks:
+        if child in tables and parent in tables:
+            children[parent].add(child)
+    order = list(TopologicalSorter(children).static_order())  # a table after its children
+    owned = conn.execute(
+        text(
+            "SELECT s.oid::regclass::text, t.oid::regclass::text FROM pg_class s"
+            " JOIN pg_depend d ON d.objid = s.oid AND d.deptype IN ('a', 'i')"
+            " JOIN pg_class t ON t.oid = d.refobjid WHERE s.relkind = 'S'"
+        )
+    ).all()
+    sequences = sorted(seq for seq, table in owned if table in tables)
+    return "; ".join(
+        [f"DELETE FROM {t}" for t in order] + [f"ALTER SEQUENCE {s} RESTART" for s in sequences]
+    )
+
+
 @pytest.fixture
 def clean(database: ScratchDb) -> Iterator[None]:
     with db.get_engine().begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+        conn.execute(text(emptying_statements(conn)))
     auth.buckets.reset()
     auth.tokens.reset()
     doccache.documents.reset()  # ids restart with the tables: cached documents would be stale
