@@ -478,6 +478,7 @@ mod tests {
                 fca_kbps: 0.0,
                 contention_attempts: 0,
                 contention_collisions: 0,
+                contention_beam_collisions: 0,
             })),
         };
         DirectionStatus {

@@ -62,7 +62,7 @@ fn dama(t: &TerminalStatus) -> &DamaStatus {
     t.dama.as_deref().expect("terminal with dama")
 }
 
-const DAMA_DEFS: [ItemDef<TerminalStatus>; 4] = [
+const DAMA_DEFS: [ItemDef<TerminalStatus>; 8] = [
     (
         "terminal_requested_rbdc_kbps",
         "gauge",
@@ -86,6 +86,33 @@ const DAMA_DEFS: [ItemDef<TerminalStatus>; 4] = [
         "gauge",
         "Timeslots granted to the terminal in this superframe.",
         |t| f64::from(dama(t).granted_slots),
+    ),
+    // Contention access (`return.dama.contention`): every try ends in the superframe it was
+    // sent in, so tries = successes + beam collisions + background collisions at any scrape.
+    (
+        "terminal_contention_tries_total",
+        "counter",
+        "Capacity requests the terminal sent in contention slots.",
+        |t| dama(t).contention_attempts as f64,
+    ),
+    (
+        "terminal_contention_successes_total",
+        "counter",
+        "Of the terminal's contention requests, those that reached the gateway.",
+        |t| (dama(t).contention_attempts - dama(t).contention_collisions) as f64,
+    ),
+    (
+        "terminal_contention_beam_collisions_total",
+        "counter",
+        "Of the terminal's contention requests, those lost sharing their slot with another \
+         terminal of the beam.",
+        |t| dama(t).contention_beam_collisions as f64,
+    ),
+    (
+        "terminal_contention_background_collisions_total",
+        "counter",
+        "Of the terminal's contention requests, those lost to the background load only.",
+        |t| (dama(t).contention_collisions - dama(t).contention_beam_collisions) as f64,
     ),
 ];
 
@@ -134,7 +161,8 @@ mod tests {
         let dama = r#","dama":{"superframe":4,"request_delay_superframes":3,"slot_bytes":107,
             "requested_rbdc_kbps":512,"requested_vbdc_bytes":0,"granted_slots":8,
             "granted_kbps":258.4,"cra_kbps":258.4,"rbdc_kbps":0,"vbdc_kbps":0,"fca_kbps":0,
-            "contention_attempts":0,"contention_collisions":0}"#;
+            "contention_attempts":9,"contention_collisions":4,
+            "contention_beam_collisions":3}"#;
         let fwd = status("forward", &format!("[{}]", terminal("a", "")));
         let ret = status(
             "return",
@@ -147,6 +175,10 @@ mod tests {
             "satlab_emulator_terminal_requested_rbdc_kbps{direction=\"return\",terminal=\"a\"} 512\n",
             "satlab_emulator_terminal_queue_packets{direction=\"return\",terminal=\"a\"} 0\n",
             "satlab_emulator_terminal_queue_packets{direction=\"forward\",terminal=\"a\"} 0\n",
+            "satlab_emulator_terminal_contention_tries_total{direction=\"return\",terminal=\"a\"} 9\n",
+            "satlab_emulator_terminal_contention_successes_total{direction=\"return\",terminal=\"a\"} 5\n",
+            "satlab_emulator_terminal_contention_beam_collisions_total{direction=\"return\",terminal=\"b\"} 3\n",
+            "satlab_emulator_terminal_contention_background_collisions_total{direction=\"return\",terminal=\"b\"} 1\n",
         ] {
             assert!(text.contains(row), "{row} missing from\n{text}");
         }

@@ -257,9 +257,76 @@ def test_terminals_of_a_beam_collide_in_their_contention_slots(
         for rx in rxs:
             rx.wait_idle(idle_s=1.0, timeout=15)
     terms = emu.status()["return"]["terminals"]
+    code, text = emu.request("GET", "/metrics")
     counts = [(t["dama"]["contention_attempts"], t["dama"]["contention_collisions"]) for t in terms]
     print(f"beam contention (tries, collisions) per terminal: {counts}")
     # Two requests in one slot both count: the beam's own collisions come at least in pairs.
     assert sum(c for _, c in counts) >= 2, counts
     assert all(tries > c for tries, c in counts), "every terminal got a request through"
     assert all(rx.arrivals for rx in rxs), [len(rx.arrivals) for rx in rxs]
+    # No background load: every collision was with another terminal of the beam.
+    assert [t["dama"]["contention_beam_collisions"] for t in terms] == [c for _, c in counts]
+    assert code == 200
+    for t, (tries, lost) in zip(terms, counts, strict=True):
+        labels = f'{{direction="return",terminal="{t["name"]}"}}'
+        for series, value in [
+            ("tries", tries),
+            ("successes", tries - lost),
+            ("beam_collisions", lost),
+            ("background_collisions", 0),
+        ]:
+            row = f"satlab_emulator_terminal_contention_{series}_total{labels} {value}\n"
+            assert row in str(text), row
+
+
+def test_two_terminals_at_different_return_modcods_get_different_return_rates(
+    topo: Topology, emulator: EmulatorFactory
+) -> None:
+    """Two terminals of a return beam with their own fixed return MODCODs
+    (`forward.beam.terminals[].return.modcod`): `a` at 16QAM 5/6 (192-byte bursts), `b` at QPSK
+    1/3 (37-byte bursts). Each may take all 10 slots of a 26.5 ms frame (2 carriers) and asks for
+    more than that, so each gets 10 slots a superframe and carries its MODCOD's payload in them:
+    579.6 and 111.7 kbit/s of slots."""
+    topo.sh(topo.st, ["ip", "addr", "add", f"{SECOND_IP}/24", "dev", "st0"])
+    emu = emulator(
+        forward={
+            "delay_ms": 20.0,
+            "beam": {
+                "terminals": [
+                    {"name": "a", "prefixes": [f"{topo.st_ip}/32"], "return": {"modcod": 12}},
+                    {"name": "b", "prefixes": [SECOND_IP], "return": {"modcod": 3}},
+                ]
+            },
+        },
+        **{
+            "return": {
+                **dama_return(carriers=2, timeslots_per_frame=10, rbdc_max_kbps=4096)["return"],
+                "delay_ms": 20.0,
+            }
+        },
+    )
+    send_s = 3.0
+    offered = [
+        UdpFlow(topo.gw_ip, 5001, 1e6, src=topo.st_ip),
+        UdpFlow(topo.gw_ip, 5002, 1e6, src=SECOND_IP),
+    ]
+    with (
+        udp_receiver(topo, topo.gw, 5001) as rx_a,
+        udp_receiver(topo, topo.gw, 5002) as rx_b,
+    ):
+        with udp_senders(topo, topo.st, offered, send_s, UDP_PAYLOAD) as t0:
+            time.sleep(send_s - 0.5)
+            st = emu.status()["return"]
+        rates = [l2_rate(rx, t0 + 1.0, t0 + send_s) for rx in (rx_a, rx_b)]
+    slots = [10 * b * 8 / SUPERFRAME_S for b in (192, 37)]
+    print(
+        f"return MODCODs: a {rates[0] / 1e3:.1f} of {slots[0] / 1e3:.1f} kbit/s of slots, "
+        f"b {rates[1] / 1e3:.1f} of {slots[1] / 1e3:.1f}"
+    )
+    a, b = st["terminals"]
+    assert (a["modcod"]["id"], b["modcod"]["id"]) == (12, 3)
+    assert (a["dama"]["slot_bytes"], b["dama"]["slot_bytes"]) == (192, 37)
+    assert a["dama"]["granted_slots"] == b["dama"]["granted_slots"] == 10
+    # GSE fragment headers take a few percent of the slots, more of the small bursts.
+    assert 0.85 * slots[0] < rates[0] < 1.02 * slots[0]
+    assert 0.75 * slots[1] < rates[1] < 1.02 * slots[1]

@@ -76,6 +76,11 @@ class DamaStatus(TypedDict):
     """
     Requests sent in contention slots so far (`dama.contention`; 0 without it).
     """
+    contention_beam_collisions: NotRequired[int]
+    """
+    Of the collisions, those with another terminal of the return beam (the rest met the
+    `background_load` only); 0 for one terminal.
+    """
     contention_collisions: int
     """
     Of which lost in a collision.

@@ -67,6 +67,9 @@ struct Contention {
     next_try_sf: u64,
     attempts: u64,
     collisions: u64,
+    /// Of the collisions, those with another of the beam's terminals (whether or not the
+    /// background load was in the slot too); the rest met only the background load.
+    beam_collisions: u64,
 }
 
 impl Contention {
@@ -79,6 +82,7 @@ impl Contention {
             next_try_sf: 0,
             attempts: 0,
             collisions: 0,
+            beam_collisions: 0,
         }
     }
 
@@ -104,6 +108,7 @@ impl Contention {
             return true;
         }
         self.collisions += 1;
+        self.beam_collisions += u64::from(beam_collision);
         let wait = (self.rng.f64() * (self.backoff_sf + 1) as f64) as u64;
         self.next_try_sf = sf + 1 + wait;
         false
@@ -532,6 +537,7 @@ impl Dama {
             fca_kbps: kbps(self.grant.fca),
             contention_attempts: self.contention.as_ref().map_or(0, |c| c.attempts),
             contention_collisions: self.contention.as_ref().map_or(0, |c| c.collisions),
+            contention_beam_collisions: self.contention.as_ref().map_or(0, |c| c.beam_collisions),
         }
     }
 
@@ -773,6 +779,10 @@ mod tests {
         let lost = st.contention_collisions as f64 / st.contention_attempts as f64;
         // 1 - exp(-1) = 0.632; 4000 Bernoulli draws: sd 0.008, five of them allowed.
         assert!((lost - 0.632).abs() < 0.04, "{lost}");
+        assert_eq!(
+            st.contention_beam_collisions, 0,
+            "alone: background losses only"
+        );
         // Only the requests that got through are in flight to the gateway.
         assert_eq!(d.in_flight.len() as u64, 4000 - st.contention_collisions);
     }
@@ -793,6 +803,10 @@ mod tests {
         assert_eq!(d.in_flight.len(), 1, "alone in its slot: through");
         let st = d.status();
         assert_eq!((st.contention_attempts, st.contention_collisions), (2, 1));
+        assert_eq!(
+            st.contention_beam_collisions, 1,
+            "the one loss was the beam's"
+        );
     }
 
     #[test]

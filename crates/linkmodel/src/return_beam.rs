@@ -6,7 +6,10 @@
 //! every superframe start the beam asks each terminal for its requests (`dama.rs`), the
 //! controller (`dama_pool.rs`) divides the superframe's carriers x timeslots among them, and
 //! each terminal sends in its own slots. Every terminal has the `return.dama` settings (CRA,
-//! RBDC and VBDC limits, timeout, contention) and its own random streams. With `contention`, the
+//! RBDC and VBDC limits, timeout, contention) and its own random streams, and its own MODCOD:
+//! fixed, or from its own uplink C/N and attenuation (`terminals[].return`, `terminals.rs`), so
+//! its slots carry its MODCOD's burst payload (`Direction` passes it to its DAMA stage at every
+//! superframe). With `contention`, the
 //! terminals that send a request by contention in the same superframe share its contention
 //! slots: two or more in one slot all lose their request (`dama_pool.rs`, ContentionSlots).
 //!
@@ -33,11 +36,34 @@ pub(crate) fn is_beam(cfg: &LinkConfig) -> bool {
     cfg.forward.beam.is_some() && cfg.return_.dama.is_some()
 }
 
-/// Checks that the pool holds every terminal's CRA (the one-terminal checks ran already).
+/// Checks each terminal's return link (its MODCOD, uplink) and that the pool holds every
+/// terminal's CRA (the one-terminal checks ran already); a terminal's `return` needs
+/// `return.dama`.
 pub(crate) fn validate(cfg: &LinkConfig) -> Result<(), ConfigError> {
     match &cfg.forward.beam {
         Some(b) if is_beam(cfg) => ReturnBeam::new(cfg, b).map(|_| ()),
-        _ => Ok(()),
+        Some(b) => match b.terminals.iter().position(|t| t.return_.is_some()) {
+            Some(k) => Err(ConfigError::field(
+                format!("forward.beam.terminals[{k}].return"),
+                "a terminal's own return link needs return.dama (the return beam)",
+            )),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+/// An error building terminal `k`'s return link, named after the terminal: its own MODCOD's
+/// field, or the return field with the terminal's name added.
+fn in_terminal(e: ConfigError, k: usize, name: &str) -> ConfigError {
+    match e {
+        ConfigError::Field { field, reason } if field == "return.acm.modcod" => {
+            ConfigError::field(format!("forward.beam.terminals[{k}].return.modcod"), reason)
+        }
+        ConfigError::Field { field, reason } => {
+            ConfigError::field(field, format!("{reason} (terminal {name:?})"))
+        }
+        other => other,
     }
 }
 
@@ -77,15 +103,10 @@ impl ReturnBeam {
         let n = b.terminals.len();
         let mut terms = Vec::with_capacity(n);
         for (k, t) in b.terminals.iter().enumerate() {
-            let mut link = cfg.clone();
-            link.forward.beam = None;
-            // Distinct random streams per terminal (erasures, contention), fixed by the seed.
-            link.seed = cfg
-                .seed
-                .wrapping_add((k as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            let link = b.return_terminal_link(cfg, k);
             terms.push(Terminal {
                 name: t.name.clone(),
-                link: Direction::pooled_terminal(&link)?,
+                link: Direction::pooled_terminal(&link).map_err(|e| in_terminal(e, k, &t.name))?,
             });
         }
         let pool = Pool::new(
@@ -95,13 +116,18 @@ impl ReturnBeam {
             c.free_capacity,
         );
         let first = terms[0].link.dama().expect("pooled dama");
-        let cra = u64::from(first.cra_slots()) * n as u64;
+        // Each terminal's CRA in slots of its own initial MODCOD's bursts.
+        let cra: u64 = terms
+            .iter()
+            .map(|t| u64::from(t.link.dama().expect("pooled dama").cra_slots()))
+            .sum();
         if cra > u64::from(pool.slots()) {
             return Err(ConfigError::field(
                 "return.dama.cra_kbps",
                 format!(
                     "{} kbit/s for each of the {n} terminals of forward.beam take {cra} slots a \
-                     superframe; the pool of {} carriers x {} timeslots x {} frames has {}",
+                     superframe; the pool of {} carriers x {} timeslots x {} frames has {} (a \
+                     terminal's CRA in bursts of its own MODCOD)",
                     c.cra_kbps,
                     c.carriers,
                     c.timeslots_per_frame,

@@ -65,6 +65,7 @@ fn add_dama(a: &mut DamaStatus, d: &DamaStatus) {
     a.fca_kbps += d.fca_kbps;
     a.contention_attempts += d.contention_attempts;
     a.contention_collisions += d.contention_collisions;
+    a.contention_beam_collisions += d.contention_beam_collisions;
 }
 
 /// Checks `cmd` and finds the index of the terminal `cmd.terminal` names among `names`, or

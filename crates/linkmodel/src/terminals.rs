@@ -23,7 +23,9 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{check_range, AttenuationConfig, ConfigError, LinkConfig, QueueConfig};
+use crate::config::{
+    check_range, AcmMode, AttenuationConfig, ConfigError, LinkConfig, QueueConfig,
+};
 use crate::load::check_label;
 
 /// Most terminals of a beam (classification is a prefix table and the scheduler walks only the
@@ -123,6 +125,32 @@ pub struct TerminalConfig {
     #[serde(default)]
     #[schemars(range(min = 1, max = 4094))]
     pub vlan: Option<u16>,
+    /// The terminal's own return link on a return beam (`return.dama`); absent: the return
+    /// direction's settings, as every terminal had before.
+    #[serde(default, rename = "return")]
+    pub return_: Option<TerminalReturnConfig>,
+}
+
+/// A terminal's own return link (`forward.beam.terminals[].return`, with `return.dama`): its
+/// MODCOD on the return direction's RCS2 table, fixed or chosen by the return direction's ACM
+/// loop from the terminal's own uplink (terminal -> satellite) C/N and attenuation. The
+/// satellite -> gateway downlink is the gateway's, shared by every terminal. A timeslot carries
+/// one burst at the terminal's MODCOD, so a terminal at a more robust MODCOD gets fewer bytes
+/// per granted slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalReturnConfig {
+    /// A fixed MODCOD id of the return table (`return.modcod_table`, default the embedded RCS2
+    /// table, ids 3-12): the terminal's bursts always use it (CCM), whatever its C/N.
+    #[serde(default)]
+    pub modcod: Option<u32>,
+    /// Uplink C/N without attenuation, dB (default: `return.uplink.clear_sky_db`).
+    #[serde(default)]
+    #[schemars(range(min = -20.0, max = 60.0), extend("x-unit" = "dB"))]
+    pub clear_sky_db: Option<f64>,
+    /// Uplink attenuation source (default: `return.uplink.attenuation`).
+    #[serde(default)]
+    pub attenuation: Option<AttenuationConfig>,
 }
 
 fn default_weight() -> f64 {
@@ -179,9 +207,11 @@ impl BeamConfig {
             if let Some(a) = t.attenuation.as_mut() {
                 a.tick_ms
                     .get_or_insert(t.acm_refresh_ms.unwrap_or(refresh_ms));
-                if let Some(p) = a.file.as_mut().filter(|p| p.is_relative()) {
-                    *p = base.join(&*p);
-                }
+                join_file(a, base);
+            }
+            // Its tick defaults to the return ACM refresh (`return_terminal_link`).
+            if let Some(a) = t.return_.as_mut().and_then(|r| r.attenuation.as_mut()) {
+                join_file(a, base);
             }
         }
     }
@@ -241,6 +271,9 @@ impl BeamConfig {
         }
         if let Some(c) = &t.rain_cell {
             self.validate_rain_cell(t, c, &format!("{tp}.rain_cell"))?;
+        }
+        if let Some(r) = &t.return_ {
+            r.validate(&format!("{tp}.return"))?;
         }
         self.validate_vlan(k, t, &format!("{tp}.vlan"))
     }
@@ -354,6 +387,55 @@ impl BeamConfig {
             link.return_.delay_file = None;
         }
         (link, shift_ns)
+    }
+
+    /// The return link terminal `k` is built from on a return beam (`return_beam.rs`): the
+    /// return direction with the terminal's `return` settings in place, its own random streams.
+    pub(crate) fn return_terminal_link(&self, cfg: &LinkConfig, k: usize) -> LinkConfig {
+        let mut link = cfg.clone();
+        link.forward.beam = None;
+        // Distinct random streams per terminal (erasures, contention), fixed by the seed.
+        link.seed = cfg
+            .seed
+            .wrapping_add((k as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let Some(t) = &self.terminals[k].return_ else {
+            return link;
+        };
+        let r = &mut link.return_;
+        if let Some(id) = t.modcod {
+            r.acm.mode = AcmMode::Ccm;
+            r.acm.modcod = Some(id);
+        }
+        if let Some(c) = t.clear_sky_db {
+            r.uplink.clear_sky_db = c;
+        }
+        if let Some(a) = &t.attenuation {
+            let mut a = a.clone();
+            a.tick_ms.get_or_insert(r.acm.refresh_ms);
+            r.uplink.attenuation = a;
+        }
+        link
+    }
+}
+
+impl TerminalReturnConfig {
+    /// Checks the bounds at `p`; the MODCOD id is checked against the table when the terminal's
+    /// link is built (`return_beam.rs`).
+    fn validate(&self, p: &str) -> Result<(), ConfigError> {
+        if let Some(c) = self.clear_sky_db {
+            check_range(&format!("{p}.clear_sky_db"), c, -20.0, 60.0, " dB")?;
+        }
+        if let Some(a) = &self.attenuation {
+            a.validate(&format!("{p}.attenuation"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Joins a relative trace path of `a` to `base`.
+fn join_file(a: &mut AttenuationConfig, base: &Path) {
+    if let Some(p) = a.file.as_mut().filter(|p| p.is_relative()) {
+        *p = base.join(&*p);
     }
 }
 

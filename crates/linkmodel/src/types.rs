@@ -204,6 +204,10 @@ pub struct DamaStatus {
     pub contention_attempts: u64,
     /// Of which lost in a collision.
     pub contention_collisions: u64,
+    /// Of the collisions, those with another terminal of the return beam (the rest met the
+    /// `background_load` only); 0 for one terminal.
+    #[serde(default)]
+    pub contention_beam_collisions: u64,
 }
 
 /// Status and counters of one traffic class of the queue (counters only grow).

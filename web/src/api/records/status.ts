@@ -134,6 +134,11 @@ export interface DamaStatus {
    */
   contention_attempts: number;
   /**
+   * Of the collisions, those with another terminal of the return beam (the rest met the
+   * `background_load` only); 0 for one terminal.
+   */
+  contention_beam_collisions?: number;
+  /**
    * Of which lost in a collision.
    */
   contention_collisions: number;
