@@ -37,6 +37,9 @@ bench-api: db  ## API latency: list/result/comparison p50/p99 with 10,000 runs, 
 smoke-scenarios: setup  ## One short run of every configuration of every scenario in scenarios/ on this machine's testbed (root; about 25 min)
 	@.venv/bin/python tests/bench/scenario_smoke.py
 
+bench-reproduce-parallel: setup  ## Reproduction runs side by side vs one at a time: one scenario twice (default ipern-fig18-acm, 3 at a time), goodput per point with 95 % CIs, the ratio and the wall times (tests/bench/reproduce_parallel.py; root, idle machine, about 12 min)
+	@.venv/bin/python tests/bench/reproduce_parallel.py
+
 bench-setup: setup  ## Set-up time per testbed backend: a container box's start, testbed open/close on namespaces and compose boxes (root, dockerd)
 	@.venv/bin/python tests/bench/setup_time.py
 
@@ -73,4 +76,4 @@ phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver, 
 stop:  ## Stop the project's PostgreSQL
 	@scripts/pg.sh stop
 
-.PHONY: phy-tables help setup db run test bench-beam bench-emulator bench-api bench-gateway bench-pep bench-setup smoke-scenarios soak compose-smoke fuzz schemas reproduce stop
+.PHONY: phy-tables help setup db run test bench-beam bench-reproduce-parallel bench-emulator bench-api bench-gateway bench-pep bench-setup smoke-scenarios soak compose-smoke fuzz schemas reproduce stop

@@ -27,15 +27,22 @@ stage() {
 web() { (cd "$ROOT/web" && npm run -s "$@"); }
 
 # One paper's CI-sized reproduction (`satlab reproduce --subset ci`), run locally in a scratch
-# directory (so an earlier run of this commit is not resumed): real runs, the expectations
-# evaluated, report.json and report.html written. It fails when a run fails or no report comes
-# out, not when a claim does not hold (that is a finding, reported). The full set: make reproduce.
+# directory (so an earlier run of this commit is not resumed): real runs, two at a time on their
+# own testbeds (`--jobs 2`), the expectations evaluated, report.json and report.html written. It
+# fails when a run fails, when no two runs overlapped in time, or when no report comes out; not
+# when a claim does not hold (that is a finding, reported). The full set: make reproduce.
 reproduction() {
   local dir; dir="$(mktemp -d)"
-  (cd "$dir" && "$PY/satlab" reproduce --subset ci --local --paper "$1" --out "$dir/report" \
-    --docs "" && test -s "$dir/report/report.html" && "$PY/python" -c \
-    'import json,sys; r=json.load(open(sys.argv[1])); assert r["summary"]["total"] > 0, r' \
-    "$dir/report/report.json")
+  (cd "$dir" && "$PY/satlab" reproduce --subset ci --local --jobs 2 --paper "$1" \
+    --out "$dir/report" --docs "" && test -s "$dir/report/report.html" && "$PY/python" -c '
+import glob, json, sys
+r = json.load(open(sys.argv[1]))
+assert r["summary"]["total"] > 0, r
+assert all(p["jobs"] == 2 for p in r["parts"]), r["parts"]
+spans = sorted((d["started_at"], d["started_at"] + d["wall_s"])
+               for d in map(json.load, map(open, glob.glob("results/*/ci/*/run-*.json"))))
+assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), f"no two runs overlapped: {spans}"
+' "$dir/report/report.json")
   local rc=$?
   rm -rf "$dir"
   return $rc
@@ -63,7 +70,7 @@ stage "testbed tests (pytest, namespaces, agents)" "$PY/pytest" -q --durations=8
 stage "emulator integration tests (pytest, namespaces)" "$PY/pytest" -q tests/integration
 stage "gateway tests (pytest, namespaces, emulator + gateway)" "$PY/pytest" -q tests/gateway
 stage "PEP tests (pytest, namespaces, emulator + split-TCP PEP)" "$PY/pytest" -q tests/pep
-stage "reproduction CI subset (TCP-ECN Table 5, local runs)" reproduction ecn
+stage "reproduction CI subset (TCP-ECN Table 5, local runs two at a time)" reproduction ecn
 
 # Tier 4: browser end-to-end (Debian's chromium, the real API, database and worker).
 stage "browser end-to-end (chromium, real API + worker)" "$ROOT/tests/e2e/run.sh"

@@ -3,6 +3,7 @@ report's renderings (report.html self-contained, docs/reproductions.md)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from satlab.reproduce import local, pftk, report
+from satlab.reproduce import command, local, pftk, report
 from satlab.reproduce.local import rows_of
 from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import SelectionError, load_entries, select
@@ -301,3 +302,34 @@ def test_local_parts_are_collected_per_scenario_latest_subset(tmp_path: Path) ->
     assert parts[0]["kernel"] == "6.1.0-test"
     ratio = parts[0]["verdicts"][0]
     assert ratio["n"] == 2 and math.isclose(ratio["mean"], (60_000 + 62_000) / (40_000 + 41_000))
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--local", "--jobs", "0"], "--jobs: 0 is outside 1-8"),
+        (["--local", "--jobs", "9"], "--jobs: 9 is outside 1-8"),
+        (["--jobs", "2"], "--jobs and --results are for --local runs"),
+        (["--results", "somewhere"], "--jobs and --results are for --local runs"),
+    ],
+)
+def test_jobs_and_results_are_refused_out_of_bounds_or_off_local(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["reproduce", "--report-only", *argv])
+    assert command.main(args) == 2
+    assert error in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_parts_run_side_by_side_say_so(tmp_path: Path) -> None:
+    part = {
+        "scenario": "s", "paper": "ecn", "subset": "ci", "commit": "c", "at": "t",
+        "state": "succeeded", "seeds": [1], "kernel": "k", "spec": {}, "rows": [],
+        "verdicts": [],
+    }  # fmt: skip
+    rep = report.assemble([{**part, "jobs": 3}, {**part, "scenario": "t"}], "c")
+    md = report.render_markdown(rep)
+    assert "- s (ci): succeeded, c, t, 3 runs at a time" in md
+    assert "- t (ci): succeeded, c, t\n" in md

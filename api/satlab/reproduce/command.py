@@ -1,13 +1,15 @@
 """`satlab reproduce`: run the reproduction scenarios and write the report.
 
     satlab reproduce [--subset ci|full] [--paper NAME] [--claim ID] [--local | --service URL]
-                     [--token T] [--out DIR] [--docs FILE] [--report-only]
+                     [--jobs N] [--results DIR] [--token T] [--out DIR] [--docs FILE]
+                     [--report-only]
 
 Selects the repository's reproduction scenarios (reproduce/selection.py), prints the number of
 runs and an estimated duration (each run's duration_s + SETUP_S of set-up and teardown), runs
 them on the service (default SATLAB_URL; each submitted with the idempotency key
 reproduce-COMMIT-SUBSET-NAME and waited for with a progress bar) or locally (`--local`, root,
-results/reproduce-COMMIT/, resumed run by run), then writes the commit's report, gathered from
+results/reproduce-COMMIT/ or --results, resumed run by run, `--jobs` runs of a scenario at a
+time, each on its own testbed), then writes the commit's report, gathered from
 every part run for it so far: OUT/report.json, OUT/report.html (default
 reports/reproduction-COMMIT/) and the docs page (default docs/reproductions.md).
 `--report-only` runs nothing and re-renders from what is stored. Exit status: 0 report written
@@ -52,6 +54,9 @@ console = Console(stderr=True)
 # -7 to +5 s where the flows end before duration_s. The whole run took 887 s against 824 s
 # estimated with 12 s; 15 s gives 890 s.
 SETUP_S = 15.0
+# Runs of one scenario side by side (`--jobs`): each is a testbed of several namespaces, an
+# emulator and agents; more than this on a small machine measures the machine, not the scheme.
+MAX_JOBS = 8
 
 
 def add_parser(sub: Any) -> None:
@@ -66,6 +71,16 @@ def add_parser(sub: Any) -> None:
         metavar="URL",
         default=os.environ.get("SATLAB_URL", "http://127.0.0.1:8700"),
         help="the SatLab service (default SATLAB_URL or http://127.0.0.1:8700)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help=f"--local: runs of a scenario at a time, 1-{MAX_JOBS} (default 1; see "
+        "tests/bench/reproduce_parallel.py before trusting figures measured side by side)",
+    )
+    p.add_argument(
+        "--results", help="--local: where runs are kept (default results/reproduce-COMMIT)"
     )
     p.add_argument("--token", default=os.environ.get("SATLAB_TOKEN"))
     p.add_argument("--out", help="report directory (default reports/reproduction-COMMIT)")
@@ -93,7 +108,7 @@ def plan(entries: list[Entry], subset: Subset) -> tuple[int, float]:
     return runs, total
 
 
-def run_local(entries: list[Entry], subset: Subset, root: Path, commit: str) -> None:
+def run_local(entries: list[Entry], subset: Subset, root: Path, commit: str, jobs: int) -> None:
     if os.geteuid() != 0:
         raise CliError("--local builds network namespaces: run it as root")
     with run_progress(console) as bar:
@@ -105,7 +120,7 @@ def run_local(entries: list[Entry], subset: Subset, root: Path, commit: str) -> 
             bar.update(tasks[label], completed=fraction, info=message[:60])
 
         for e in entries:
-            local.run_entry(e, subset, root, commit, show)
+            local.run_entry(e, subset, root, commit, show, jobs)
 
 
 def _library_has(client: Client, name: str, text: str) -> bool:
@@ -158,20 +173,26 @@ def main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     commit = repo_commit()
     try:
+        if not 1 <= args.jobs <= MAX_JOBS:
+            raise CliError(f"--jobs: {args.jobs} is outside 1-{MAX_JOBS}")
+        if not args.local and (args.jobs != 1 or args.results):
+            raise CliError("--jobs and --results are for --local runs")
         entries = (
             [] if args.report_only else select(load_entries(), args.subset, args.paper, args.claim)
         )
         if entries:
             runs, estimate = plan(entries, args.subset)
+            at_once = f", {args.jobs} at a time" if args.jobs > 1 else ""
             console.print(
                 f"commit {commit}, subset {args.subset}: {len(entries)} scenarios, {runs} runs, "
-                f"estimated {_hms(estimate)} (duration_s + {SETUP_S:g} s set-up per run; runs "
-                "kept from an earlier start of this commit take no time)"
+                f"estimated {_hms(estimate)} run one after another{at_once} (duration_s + "
+                f"{SETUP_S:g} s set-up per run; runs kept from an earlier start of this commit "
+                "take no time)"
             )
         if args.local:
-            root = local.default_root(commit)
+            root = Path(args.results) if args.results else local.default_root(commit)
             if entries:
-                run_local(entries, args.subset, root, commit)
+                run_local(entries, args.subset, root, commit, args.jobs)
             parts = local.collect(root)
             if not parts:
                 raise CliError(f"nothing run for commit {commit} yet under {root}")

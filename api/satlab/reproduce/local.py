@@ -3,10 +3,10 @@ the emulator's check of every link, testbed.runner.run_one), kept so a re-run re
 
 Layout, one directory per commit: results/reproduce-COMMIT/SUBSET/SCENARIO/ holds run-NNN.json
 (the run documents, docs/run-result.md) and part.json (scenario, paper, subset, commit, the
-scenario as run, times, kernel). A run whose document says `ok` is not run again; a failed or
-missing one is. When the scenario as run changed (an edited file on the same commit), its old
-documents are dropped first. Every part of a commit's directory goes into its report, whenever
-it was run.
+scenario as run, times, kernel, and `jobs`: how many runs shared the machine). A run whose
+document says `ok` is not run again; a failed or missing one is. When the scenario as run changed
+(an edited file on the same commit), its old documents are dropped first. Every part of a
+commit's directory goes into its report, whenever it was run.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from satlab import __version__
 from satlab.linkcheck import check_link
 from satlab.reproduce.parts import seeds, verdicts_for
 from satlab.reproduce.selection import Entry, Subset
-from satlab.scenario import expand_runs
+from satlab.scenario import RunSpec, expand_runs
 from satlab.service.results import aggregate_rows, headline
 from satlab.testbed.runner import run_one
 
@@ -41,8 +42,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def run_entry(entry: Entry, subset: Subset, root: Path, commit: str, show: Progress) -> Path:
-    """Runs what is missing of one scenario; returns its part directory."""
+def run_entry(
+    entry: Entry, subset: Subset, root: Path, commit: str, show: Progress, jobs: int = 1
+) -> Path:
+    """Runs what is missing of one scenario, `jobs` runs at a time (each on its own testbed);
+    returns its part directory."""
     sc = entry.scenario(subset)
     spec = sc.model_dump(mode="json")
     runs = expand_runs(sc)
@@ -64,22 +68,34 @@ def run_entry(entry: Entry, subset: Subset, root: Path, commit: str, show: Progr
         "spec": spec,
         "started_at": _now(),
     }
+    # Whether runs shared the machine is part of how they were measured (kept per part: the
+    # largest `jobs` any start of it used).
+    meta["jobs"] = max(jobs, meta.get("jobs", 1))
     meta_file.write_text(json.dumps(meta, indent=1))
+    pending = []
     for n, rs in enumerate(runs, 1):
-        path = out / f"run-{n:03d}.json"
         label = f"{entry.name} run {n}/{len(runs)} {rs.configuration.name}"
         if rs.sweep_value is not None:
             label += f" {rs.sweep_value}"
+        path = out / f"run-{n:03d}.json"
         if path.is_file() and json.loads(path.read_text()).get("status") == "ok":
             show(label, 1.0, "kept from an earlier run")
-            continue
+        else:
+            pending.append((n, rs, label))
 
-        def progress(fraction: float, message: str, label: str = label) -> None:
+    def one(n: int, rs: RunSpec, label: str) -> None:
+        def progress(fraction: float, message: str) -> None:
             show(label, fraction, message)
 
         res = run_one(sc, rs, progress, artifacts=out / f"run-{n:03d}")
-        path.write_text(json.dumps(res))
+        (out / f"run-{n:03d}.json").write_text(json.dumps(res))
         show(label, 1.0, "ok" if res["status"] == "ok" else f"FAILED: {res.get('error', '')[:80]}")
+
+    # Threads, not processes: a run's work is in its testbed's processes (agents, emulator,
+    # flows); run_one only orchestrates them, and every testbed has its own namespaces.
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reproduce") as pool:
+        for f in [pool.submit(one, n, rs, label) for n, rs, label in pending]:
+            f.result()
     meta["finished_at"] = _now()
     meta["kernel"] = platform.release()
     meta_file.write_text(json.dumps(meta, indent=1))
@@ -120,6 +136,7 @@ def load_part(directory: Path) -> dict[str, Any]:
         "results_dir": str(directory),
         "seeds": seeds(spec),
         "kernel": next(iter(sorted(k for k in kernels if k)), meta.get("kernel")),
+        "jobs": meta.get("jobs", 1),
         "satlab": __version__,
         "spec": spec,
         "rows": rows,

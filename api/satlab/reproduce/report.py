@@ -109,11 +109,18 @@ def _metrics_of(verdicts: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(["goodput_bps", *found]))
 
 
+def _at_once(part: dict[str, Any]) -> str:
+    """How the part's runs shared the machine, when they did."""
+    jobs = part.get("jobs", 1)
+    return f", {jobs} runs at a time" if jobs > 1 else ""
+
+
 def assemble(parts: list[dict[str, Any]], commit: str) -> dict[str, Any]:
     """report.json's content from the parts of one commit (see the module's docstring).
 
     A part: scenario, paper, subset, commit, at (ISO time), experiment_id or results_dir, state,
-    seeds, kernel, spec (the scenario as run), rows (aggregate rows), verdicts."""
+    seeds, kernel, jobs (runs at a time, local parts), spec (the scenario as run), rows (aggregate
+    rows), verdicts."""
     claims = []
     out_parts = []
     for part in sorted(parts, key=lambda p: (p["paper"], p["scenario"])):
@@ -163,6 +170,7 @@ def assemble(parts: list[dict[str, Any]], commit: str) -> dict[str, Any]:
                 "experiment_id": part.get("experiment_id"),
                 "results_dir": part.get("results_dir"),
                 "seeds": part["seeds"],
+                "jobs": part.get("jobs", 1),
                 "versions": versions,
                 "sweep_paths": sweep_paths(part["spec"]),
                 "plots": sweep_series(part["rows"], _metrics_of(part["verdicts"])),
@@ -300,7 +308,7 @@ def render_html(report: dict[str, Any]) -> str:
     parts = "".join(
         f"<li>{esc(p['scenario'])} ({esc(p['paper'])}, {esc(p['subset'])}): {esc(p['state'])}, "
         f"commit {esc(p['commit'])}, {esc(p['at'])}, kernel {esc(p['versions']['kernel'])}, "
-        f"satlab {esc(p['versions']['satlab'])}</li>"
+        f"satlab {esc(p['versions']['satlab'])}{esc(_at_once(p))}</li>"
         for p in report["parts"]
     )
     counts = "".join(
@@ -362,7 +370,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         )
     lines += ["", "Parts (scenario, subset, state, commit, time):", ""]
     lines += [
-        f"- {p['scenario']} ({p['subset']}): {p['state']}, {p['commit']}, {p['at']}"
+        f"- {p['scenario']} ({p['subset']}): {p['state']}, {p['commit']}, {p['at']}{_at_once(p)}"
         for p in report["parts"]
     ]
     return "\n".join(lines) + "\n"
