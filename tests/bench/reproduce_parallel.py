@@ -55,6 +55,14 @@ def interval(m: dict[str, Any]) -> tuple[float, float] | None:
     return m["mean"] - m["half_width"], m["mean"] + m["half_width"]
 
 
+def text(m: dict[str, Any] | None, i: tuple[float, float] | None) -> str:
+    """A goodput cell: mean [95 % CI] in Mbit/s and the number of runs."""
+    if not m or m["mean"] is None:
+        return "no data"
+    ci = f" [{i[0] / 1e6:.3f}, {i[1] / 1e6:.3f}]" if i else ""
+    return f"{m['mean'] / 1e6:.3f}{ci} (n {m['n']})"
+
+
 def compare(seq: list[dict[str, Any]], par: list[dict[str, Any]]) -> list[str]:
     """Table lines: one per configuration and sweep point."""
     lines = [
@@ -76,12 +84,6 @@ def compare(seq: list[dict[str, Any]], par: list[dict[str, Any]]) -> list[str]:
         ratio = (
             f"{b['mean'] / a['mean']:.3f}" if b and a["mean"] and b["mean"] is not None else "n/a"
         )
-
-        def text(m: dict[str, Any] | None, i: tuple[float, float] | None) -> str:
-            if not m or m["mean"] is None:
-                return "no data"
-            ci = f" [{i[0] / 1e6:.3f}, {i[1] / 1e6:.3f}]" if i else ""
-            return f"{m['mean'] / 1e6:.3f}{ci} (n {m['n']})"
 
         lines.append(
             f"| {r['configuration']} | {r['sweep_value']} | {text(a, ia)} | {text(b, ib)} "
