@@ -55,14 +55,19 @@ compose-smoke: setup  ## Docker Compose smoke test alone: build images, up, one 
 schemas: setup  ## Regenerate the emulator's contracts (JSON Schemas in api/satlab/) and the Python and TypeScript types made from them
 	@scripts/schemas.sh
 
-reproduce: setup  ## Every paper reproduction (full set, hours): on the service of `make run` if it answers, else locally (root); report in reports/, docs/reproductions.md
+# Runs of a scenario side by side on their own testbeds (local path; `satlab reproduce --jobs`):
+# 3 measured as giving the same goodput as 1 on this 2-core VM for the low-rate scenarios
+# (make bench-reproduce-parallel); check a high-rate scenario the same way before raising it.
+REPRODUCE_JOBS ?= 1
+
+reproduce: setup  ## Every paper reproduction (full set, hours): on the service of `make run` if it answers, else locally (root; REPRODUCE_JOBS=3 runs 3 at a time); report in reports/, docs/reproductions.md
 	@url=$${SATLAB_URL:-http://127.0.0.1:8700}; \
 	if curl -fs "$$url/api/health" >/dev/null 2>&1; then \
-	  echo "running on the service at $$url"; \
+	  echo "running on the service at $$url (runs side by side: start it with SATLAB_WORKERS=N)"; \
 	  SATLAB_TOKEN=$${SATLAB_TOKEN:-$$(cat .data/local-admin-token)} .venv/bin/satlab reproduce --subset full --service "$$url"; \
 	else \
-	  echo "no service at $$url: running locally"; \
-	  .venv/bin/satlab reproduce --subset full --local; \
+	  echo "no service at $$url: running locally, $(REPRODUCE_JOBS) run(s) at a time"; \
+	  .venv/bin/satlab reproduce --subset full --local --jobs $(REPRODUCE_JOBS); \
 	fi
 
 phy-tables: setup  ## DVB-S2 waveform calibration (GNU Radio TX, Rust receiver, min-sum LDPC): PER(Es/N0) tables of every MODCOD, normal and short frames, into crates/linkmodel/src/data/per/ (hours; resumable: run it again)

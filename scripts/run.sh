@@ -2,11 +2,12 @@
 # `make run`: the whole service on this machine, with the quickstart comparison running.
 # PostgreSQL is already up (make run starts it first). This script migrates the database, imports
 # the repository's scenarios into the service's library (satlab library sync), starts
-# the API (which serves the web UI; as the unprivileged user satlab) and one worker (root), makes
+# the API (which serves the web UI; as the unprivileged user satlab) and the workers (root; one, or
+# SATLAB_WORKERS=N (1-8) to run N runs side by side, each on its own testbed), makes
 # a local admin token the first time (kept in .data/local-admin-token, mode 600, and printed), and
 # submits scenarios/quickstart.yaml once (an idempotency key makes later `make run`s find the same
 # experiment).
-# Ctrl-C stops the API and the worker; `make stop` stops PostgreSQL too.
+# Ctrl-C stops the API and the workers; `make stop` stops PostgreSQL too.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export DATABASE_URL="${DATABASE_URL:-$("$ROOT/scripts/pg.sh" url)}"
@@ -17,11 +18,17 @@ SATLAB="$VENV/bin/satlab"
 LOGS="$ROOT/.data/logs"
 TOKEN_FILE="$ROOT/.data/local-admin-token"
 mkdir -p "$LOGS"
+WORKERS="${SATLAB_WORKERS:-1}"
+if ! [[ "$WORKERS" =~ ^[1-8]$ ]]; then
+  echo "SATLAB_WORKERS: '$WORKERS' is not a whole number from 1 to 8" >&2
+  exit 2
+fi
 
 API_PID=""
-WORKER_PID=""
+# Per worker slot i (1..WORKERS): its PID, when it started, and the wait before its next restart.
+declare -A WORKER_PID WORKER_STARTED BACKOFF
 stop_all() {
-  for pid in $API_PID $WORKER_PID; do kill "$pid" 2>/dev/null || true; done
+  for pid in $API_PID "${WORKER_PID[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap stop_all EXIT
@@ -47,14 +54,21 @@ start_api() {
 }
 step "API and web UI on $SATLAB_URL (log .data/logs/api.log)" start_api
 
+# Worker i logs to .data/logs/worker.log (the first) or worker-i.log.
+worker_log() { if [ "$1" = 1 ]; then echo "$LOGS/worker.log"; else echo "$LOGS/worker-$1.log"; fi; }
 start_worker() {
-  "$SATLAB" worker >>"$LOGS/worker.log" 2>&1 &
-  WORKER_PID=$!
-  WORKER_STARTED=$SECONDS
+  local i=$1 log
+  log=$(worker_log "$i")
+  "$SATLAB" worker >>"$log" 2>&1 &
+  WORKER_PID[$i]=$!
+  WORKER_STARTED[$i]=$SECONDS
+  BACKOFF[$i]=${BACKOFF[$i]:-2}
   sleep 1
-  kill -0 "$WORKER_PID" 2>/dev/null || { tail -5 "$LOGS/worker.log"; return 1; }
+  kill -0 "${WORKER_PID[$i]}" 2>/dev/null || { tail -5 "$log"; return 1; }
 }
-step "Worker (log .data/logs/worker.log)" start_worker
+start_workers() { for i in $(seq "$WORKERS"); do start_worker "$i" || return 1; done; }
+step "Workers: $WORKERS (log .data/logs/worker.log$([ "$WORKERS" = 1 ] || echo ", worker-N.log"))" \
+  start_workers
 
 local_token() {
   if [ -s "$TOKEN_FILE" ] && curl -fs -H "Authorization: Bearer $(cat "$TOKEN_FILE")" \
@@ -76,23 +90,23 @@ cat <<EOF
     Sign in with the local admin token: $SATLAB_TOKEN
     The quickstart comparison runs now (about 2 minutes); the UI shows it live.
     API docs: $SATLAB_URL/docs    CLI: SATLAB_TOKEN=... .venv/bin/satlab list
-    Ctrl-C stops the API and the worker.
+    Ctrl-C stops the API and the workers.
 EOF
 # Supervise: the API is the service, so its exit ends `make run`; a worker that dies is started
 # again (the janitors re-queue the run it held), waiting longer after each quick death (2, 4, ...,
 # 60 s) so a worker that cannot start does not spin.
-backoff=2
 while :; do
-  wait -n "$API_PID" "$WORKER_PID" || true
+  wait -n "$API_PID" "${WORKER_PID[@]}" || true
   if ! kill -0 "$API_PID" 2>/dev/null; then
     echo "the API exited; see $LOGS/api.log" >&2
     exit 1
   fi
-  if ! kill -0 "$WORKER_PID" 2>/dev/null; then
-    if [ $((SECONDS - WORKER_STARTED)) -ge 60 ]; then backoff=2; fi
-    echo "==> the worker exited (log .data/logs/worker.log); starting another in ${backoff}s" >&2
-    sleep "$backoff"
-    start_worker || true
-    backoff=$((backoff * 2 > 60 ? 60 : backoff * 2))
-  fi
+  for i in $(seq "$WORKERS"); do
+    kill -0 "${WORKER_PID[$i]}" 2>/dev/null && continue
+    if [ $((SECONDS - WORKER_STARTED[$i])) -ge 60 ]; then BACKOFF[$i]=2; fi
+    echo "==> worker $i exited (log $(worker_log "$i")); starting another in ${BACKOFF[$i]}s" >&2
+    sleep "${BACKOFF[$i]}"
+    start_worker "$i" || true
+    BACKOFF[$i]=$((BACKOFF[$i] * 2 > 60 ? 60 : BACKOFF[$i] * 2))
+  done
 done
