@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "link_backend",
             "scenario",
             "beam_hosts",
+            "contention",
             "gateway_settings",
             "catalog",
             "phy",

@@ -61,6 +61,9 @@ ui.step('live: the run page lists each terminal with its own MODCOD and return g
     assert.ok(Number.isFinite(granted) && granted >= 0, `${name}: granted ${granted}`);
   }
   await page.getByRole('figure', { name: /^Granted return capacity per terminal \(live/ }).waitFor();
+  // its DAMA has no contention access: the run says so and the page shows no contention split
+  assert.equal((await apiGet(`/api/runs/${runId}`)).return_contention, false);
+  assert.equal(await page.getByTestId('beam-contention').count(), 0);
   await shot(page, '12-beam-run-live');
 });
 

@@ -6,7 +6,8 @@
   senders' TCP_INFO samples, `link.<direction>.<field>` for the emulator's telemetry, and with
   per-class queues `link.<direction>.class.<name>.<field>` for each class (CLASS_FIELDS), and on a
   beam `link.<direction>.terminal.<name>.<field>` for each terminal (TERMINAL_FIELDS, and on a
-  return beam with DAMA its requests and grant, DAMA_FIELDS).
+  return beam with DAMA its requests and grant, DAMA_FIELDS; with contention access also its
+  cumulative contention split, `contention_<field>` for satlab.contention.SPLIT_FIELDS).
   `downsample` gives min/max/mean per time bucket for plotting long series.
 - Headline metrics per run (runs.summary): goodput_bps and completion_s of the first traffic item
   (as `satlab run` reports), total_goodput_bps over every flow, mean_fct_s of the first short-flows
@@ -31,6 +32,7 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from satlab import contention
 from satlab.metrics import METRICS
 from satlab.service.errors import Invalid, NotFound
 from satlab.service.models import Artifact, Experiment, Result, Run, Series
@@ -124,9 +126,10 @@ def unpack(blob: bytes) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 
 def _terminal_samples(
-    direction_key: str, terminals: list[dict[str, Any]]
+    direction_key: str, terminals: list[dict[str, Any]], with_contention: bool
 ) -> Iterable[tuple[str, float]]:
-    """(series name, value) of each terminal's fields in one status record."""
+    """(series name, value) of each terminal's fields in one status record; `with_contention`:
+    also its contention split (a link without contention access would store only zeros)."""
     for term in terminals:
         key = f"{direction_key}.terminal.{term.get('name')}"
         for f in TERMINAL_FIELDS:
@@ -136,6 +139,9 @@ def _terminal_samples(
         for f in DAMA_FIELDS:
             if f in dama:
                 yield f"{key}.{f}", _num(dama[f])
+        if with_contention and dama:
+            for f, v in contention.split(dama).items():
+                yield f"{key}.contention_{f}", float(v)
 
 
 def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
@@ -153,6 +159,7 @@ def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]
             if f in s:
                 add(f"{key}.{f}", _num(s.get("t")), _num(s[f]))
     delay_seen: dict[str, tuple[float, float]] = {}  # class key -> (delay sum ms, sent packets)
+    with_contention = contention.configured((doc.get("inputs") or {}).get("link") or {})
     for r in ts.get("link") or []:
         key = f"link.{r.get('direction')}"
         t = _num(r.get("t"))
@@ -169,7 +176,7 @@ def series_of(doc: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]
             delay_seen[ckey] = total
             if total[1] > before[1]:
                 add(f"{ckey}.queue_delay_ms", t, (total[0] - before[0]) / (total[1] - before[1]))
-        for name, v in _terminal_samples(key, r.get("terminals") or []):
+        for name, v in _terminal_samples(key, r.get("terminals") or [], with_contention):
             add(name, t, v)
     return out
 

@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from satlab import contention
 from satlab.scenario import Configuration, SweepValue
 from satlab.service import models
 
@@ -110,6 +111,18 @@ class RunOut(RowOut):  # of models.Run
     cancel_requested: bool
     error: str | None
     summary: dict[str, float | None] | None
+    return_contention: bool = Field(
+        description="the run's return link has DAMA contention access (link.return.dama."
+        "contention): its beam terminals' contention split is in the heartbeats' status, the "
+        "stored series and the result's `contention`"
+    )
+
+    @classmethod
+    def of(cls, row: object) -> Self:
+        """The row's fields, and whether its link (the run's spec) has contention access."""
+        if not isinstance(row, models.Run):
+            raise TypeError(f"RunOut of a {type(row).__name__}, not of a run")
+        return _from_row(cls, row, return_contention=contention.configured(row.spec["link"]))
 
 
 class ExperimentOut(BaseModel):

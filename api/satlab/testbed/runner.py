@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from satlab import __version__
+from satlab import __version__, contention
 from satlab.agent.requests import ProcessStart, SamplingStart
 from satlab.agent.unixhttp import AgentError, AgentTimeout
 from satlab.link_backend import (
@@ -362,6 +362,9 @@ def _execute(
         for i, t in enumerate(sc.traffic)
     ]
     out = _component_records(tb, run, stopped)
+    if contention.configured(spec.link):
+        # each return terminal's requests by contention over the run (its counters are cumulative)
+        out["contention"] = contention.final_split(run.telemetry.records)
     return {
         **out,
         "_setup_s": t0 - t_setup,

@@ -1918,6 +1918,11 @@ export interface components {
             summary: {
                 [key: string]: number | null;
             } | null;
+            /**
+             * Return Contention
+             * @description the run's return link has DAMA contention access (link.return.dama.contention): its beam terminals' contention split is in the heartbeats' status, the stored series and the result's `contention`
+             */
+            return_contention: boolean;
         };
         /** ScenarioIn */
         ScenarioIn: {

@@ -16,7 +16,7 @@ export const METRICS = [
 export type Metric = (typeof METRICS)[number];
 
 // The emulator's status records are generated from its own schema (make schemas).
-export type { DirectionStatus, EmulatorStatus } from './records/status';
+export type { DamaStatus, DirectionStatus, EmulatorStatus } from './records/status';
 
 /** One sender connection's newest TCP_INFO sample in a heartbeat (`metrics.tcp[]`). */
 export interface LiveTcpSample {
@@ -60,4 +60,15 @@ export interface RunDocument {
   hosts?: Record<string, Record<string, number>>;
   link_events?: Record<string, number>;
   inputs?: { scenario?: Record<string, unknown>; link?: Record<string, unknown>; versions?: Record<string, string> };
+  /** with contention access on a DAMA return beam: each terminal's contention split at the end of the run */
+  contention?: ContentionEntry[];
+}
+
+/** One return terminal's requests sent in contention slots over a run (`contention[]`, docs/run-result.md). */
+export interface ContentionEntry {
+  terminal: string;
+  tries: number;
+  successes: number;
+  beam_collisions: number;
+  background_collisions: number;
 }

@@ -1,12 +1,13 @@
 // One run: state, headline metrics, its time series (downsampled by the API to min/max/mean per
 // bucket; zooming refetches the visible range at full detail), losses by cause, and live control
 // of the emulator while it runs; on a beam, each terminal's link and return grant (live, and its
-// stored series once finished).
+// stored series once finished), and with contention access its contention split (live, and the
+// run result's once finished).
 import { useCallback, useMemo, useState } from 'react';
 import { api, ApiError, canSubmit, ok, rawJson, type SeriesBuckets, type SeriesInfo } from '../api/client.ts';
 import type { RunDocument, RunEvent } from '../api/types.ts';
 import { useAuth } from '../auth.tsx';
-import { LiveTerminals } from '../components/BeamTerminals.tsx';
+import { ContentionTable, LiveTerminals } from '../components/BeamTerminals.tsx';
 import { ErrorBox, PageHead, Progress, StateBadge } from '../components/bits.tsx';
 import { LiveLinkCharts, LiveTcpNow } from '../components/LiveTcp.tsx';
 import { num, Table } from '../components/Table.tsx';
@@ -15,6 +16,7 @@ import { fmtBps, fmtDuration, fmtNum, fmtSweep } from '../lib/format.ts';
 import { addLiveEvent, emptyLive, type LiveState } from '../lib/live.ts';
 import { chartDefs, type ChartDef } from '../lib/runCharts.ts';
 import { useAsync } from '../lib/useAsync.ts';
+import { finishedContention } from '../lib/terminals.ts';
 import { useRunEvents } from '../lib/useRunEvents.ts';
 
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
@@ -228,7 +230,7 @@ export function RunView({ id }: { id: number }) {
           <LiveTcpNow live={live} />
         </section>
       ) : null}
-      {!ended ? <LiveTerminals live={live} name={`run-${String(id)}-live`} /> : null}
+      {!ended ? <LiveTerminals live={live} name={`run-${String(id)}-live`} contention={r?.return_contention ?? false} /> : null}
       {state === 'succeeded' ? (
         <section className="card" aria-labelledby="ts-title">
           <h3 id="ts-title">Time series</h3>
@@ -242,6 +244,9 @@ export function RunView({ id }: { id: number }) {
       {doc.data ? (
         <section className="card">
           <Losses doc={doc.data} />
+          {doc.data.contention?.length ? (
+            <ContentionTable rows={finishedContention(doc.data.contention)} caption="Contention requests per terminal (whole run)" />
+          ) : null}
           <details>
             <summary>Run record (inputs, versions, flows)</summary>
             <pre className="pre small">{JSON.stringify(doc.data, null, 2)}</pre>
