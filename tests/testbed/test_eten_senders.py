@@ -10,6 +10,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from side_by_side import run_side_by_side
+
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.testbed.runner import run_one
 from satlab.testbed.schemes import AVAILABLE_CC, CGROUP_ROOT, pin_dir
@@ -69,18 +71,16 @@ def test_eten_keeps_the_window_and_beats_newreno(emulator_bin: Path) -> None:
     goodput: dict[str, list[float]] = {"newreno": [], "beten": [], "oracle": []}
     ssthresh: dict[str, list[float]] = {"newreno": [], "beten": [], "oracle": []}
     stats: dict[str, dict[str, int]] = {}
-    for seed in SEEDS:
-        sc = parse_scenario(scenario(seed))
-        for spec in expand_runs(sc):
-            name = spec.configuration.name
-            res = run_one(sc, spec)
-            assert res["status"] == "ok", res.get("error")
-            goodput[name].append(res["flows"][0]["goodput_bps"] or 0.0)
-            ssthresh[name].append(late_ssthresh(res))
-            st = res["endhosts"]["srv1"][spec.configuration.transport.congestion_control]
-            for k, v in st.get("stats", {}).items():
-                stats.setdefault(name, {}).setdefault(k, 0)
-                stats[name][k] += v
+    scenarios = [parse_scenario(scenario(seed)) for seed in SEEDS]
+    runs = [(sc, spec) for sc in scenarios for spec in expand_runs(sc)]
+    for (_, spec), res in zip(runs, run_side_by_side(runs), strict=True):
+        name = spec.configuration.name
+        goodput[name].append(res["flows"][0]["goodput_bps"] or 0.0)
+        ssthresh[name].append(late_ssthresh(res))
+        st = res["endhosts"]["srv1"][spec.configuration.transport.congestion_control]
+        for k, v in st.get("stats", {}).items():
+            stats.setdefault(name, {}).setdefault(k, 0)
+            stats[name][k] += v
     mean = {k: statistics.mean(v) for k, v in goodput.items()}
     report = f"goodput {mean}, late ssthresh {ssthresh}, counters {stats}"
 

@@ -9,8 +9,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from side_by_side import run_side_by_side
+
 from satlab.scenario import expand_runs, parse_scenario
-from satlab.testbed.runner import run_one
 from satlab.testbed.schemes import AVAILABLE_CC, CGROUP_ROOT, pin_dir
 
 DURATION_S = 15
@@ -26,12 +27,7 @@ def mean_cwnd(res: dict[str, Any]) -> float:
 
 def run_all(sc_dict: dict[str, Any]) -> list[dict[str, Any]]:
     sc = parse_scenario(sc_dict)
-    out = []
-    for spec in expand_runs(sc):
-        res = run_one(sc, spec)
-        assert res["status"] == "ok", res.get("error")
-        out.append(res)
-    return out
+    return run_side_by_side([(sc, spec) for spec in expand_runs(sc)])
 
 
 # --- ECN-based discriminator (TCP-ECN) ------------------------------------------------------

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from side_by_side import run_side_by_side
 
 from satlab.scenario import ScenarioError, expand_runs, parse_scenario
-from satlab.testbed.runner import run_one
 
 DURATION_S = 12
 SEEDS = (1, 2)
@@ -63,19 +63,17 @@ def scenario(seed: int, extra_delay_ms: float) -> dict[str, Any]:
 
 def measure(extra_delay_ms: float, seeds: tuple[int, ...] = SEEDS) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for seed in seeds:
-        sc = parse_scenario(scenario(seed, extra_delay_ms))
-        for spec in expand_runs(sc):
-            res = run_one(sc, spec)
-            assert res["status"] == "ok", res.get("error")
-            m = out.setdefault(spec.configuration.name, {"spurious": 0, "recoveries": 0, "bps": []})
-            m["spurious"] += res["hosts"]["cli1"]["TcpExt.DelayedACKLost"]
-            m["recoveries"] += res["hosts"]["srv1"]["TcpExt.TCPRenoRecovery"]
-            m["bps"].append(res["flows"][0]["goodput_bps"] or 0.0)
-            if "receivers" in res:
-                for k, v in res["receivers"]["cli1"].items():
-                    if isinstance(v, int):
-                        m[k] = m.get(k, 0) + v
+    scenarios = [parse_scenario(scenario(seed, extra_delay_ms)) for seed in seeds]
+    runs = [(sc, spec) for sc in scenarios for spec in expand_runs(sc)]
+    for (_, spec), res in zip(runs, run_side_by_side(runs), strict=True):
+        m = out.setdefault(spec.configuration.name, {"spurious": 0, "recoveries": 0, "bps": []})
+        m["spurious"] += res["hosts"]["cli1"]["TcpExt.DelayedACKLost"]
+        m["recoveries"] += res["hosts"]["srv1"]["TcpExt.TCPRenoRecovery"]
+        m["bps"].append(res["flows"][0]["goodput_bps"] or 0.0)
+        if "receivers" in res:
+            for k, v in res["receivers"]["cli1"].items():
+                if isinstance(v, int):
+                    m[k] = m.get(k, 0) + v
     return out
 
 
