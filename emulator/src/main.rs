@@ -15,6 +15,7 @@ mod telemetry;
 mod terminal_metrics;
 mod vlans;
 mod wake_lead;
+mod waveform_channel;
 
 use linkmodel::{Dir, LinkConfig, Model};
 use netio::{port, sys};
@@ -206,7 +207,11 @@ fn start(
     let (gw_rx, gw_tx) = open_port(&cfg.ports.gw).map_err(|e| e.to_string())?;
     let (st_rx, st_tx) = open_port(&cfg.ports.st).map_err(|e| e.to_string())?;
     let link = cfg.link();
-    let fwd = Model::new(&link, Dir::Forward).map_err(|e| e.to_string())?;
+    let fwd = if link.forward.is_waveform() {
+        waveform_channel::forward_model(&link)?
+    } else {
+        Model::new(&link, Dir::Forward).map_err(|e| e.to_string())?
+    };
     let ret = Model::new(&link, Dir::Return).map_err(|e| e.to_string())?;
     log_waterfall_fallbacks(&link)?;
     let fwd_oracle = open_oracle(&link, Dir::Forward)?;

@@ -275,7 +275,10 @@ impl EmulatorConfig {
                 ),
             ));
         }
-        self.link().validate()
+        let link = self.link();
+        link.validate()?;
+        // The decoder's ceiling (kind dvbs2_waveform): the emulator knows the decoder.
+        crate::waveform_channel::check(&link)
     }
 }
 

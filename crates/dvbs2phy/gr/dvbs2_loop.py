@@ -66,8 +66,13 @@ def sigmf_meta(args: argparse.Namespace, geo: dict[str, int]) -> dict[str, objec
 def build(args: argparse.Namespace) -> gr.top_block:
     geo = tx.geometry(args.modcod, args.frame, args.pilots)
     tb = gr.top_block()
-    # Blocking PULL: 100 ms receive timeout, then the scheduler calls it again.
+    # Blocking PULL: 100 ms receive timeout, then the scheduler calls it again. Its output
+    # buffer holds four frames: gr-zeromq's source copies a message larger than the room left
+    # in its call and the rest in the next call, which then waits the full timeout for another
+    # message before returning what it copied; the emulator submits a frame and a filler frame
+    # together (PhyLoop::submit_flushed_at), which then came out about 100 ms late.
     src = zeromq.pull_source(gr.sizeof_char, 1, args.input, 100, False, -1)
+    src.set_min_output_buffer(4 * geo["kbch"])
     chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
     lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
     chan = tx.awgn_channel(10 ** (-args.esn0 / 10), 0.0, args.seed)

@@ -80,8 +80,12 @@ impl BenchResult {
     }
 }
 
-/// Pushes `frames` BBFRAMEs through a new loop and counts what comes back.
-pub fn run(cfg: LoopConfig, frames: usize) -> Result<BenchResult, LoopError> {
+/// Pushes `frames` BBFRAMEs through a new loop and counts what comes back. `one_at_a_time`:
+/// the emulator's synchronous use (`kind: dvbs2_waveform`), each frame submitted with its
+/// filler and decoded before the next (`PhyLoop::submit_flushed_at`; needs `per_frame_esn0`),
+/// `in_flight` unused.
+pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchResult, LoopError> {
+    let esn0_db = cfg.esn0_db;
     let mc = cfg.modcod;
     let window = cfg.in_flight;
     let t_start = Instant::now();
@@ -96,9 +100,13 @@ pub fn run(cfg: LoopConfig, frames: usize) -> Result<BenchResult, LoopError> {
     let mut iterations = 0usize;
     for _ in 0..frames {
         let f = bbframe(&mc, &mut state);
-        lp.submit(&f)?;
+        if one_at_a_time {
+            lp.submit_flushed_at(&f, esn0_db)?;
+        } else {
+            lp.submit(&f)?;
+        }
         sent.push_back(f);
-        if lp.outstanding() >= window {
+        if one_at_a_time || lp.outstanding() >= window {
             iterations += tally(&mut r, &mut lp, &mut sent)?;
         }
     }

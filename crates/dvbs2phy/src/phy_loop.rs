@@ -23,6 +23,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -300,7 +301,31 @@ impl PhyLoop {
         self.push_frame(bbframe, awgn::n0_of(esn0_db))
     }
 
+    /// Pushes one BBFRAME at `esn0_db` (needs `per_frame_esn0`) with a filler frame behind it,
+    /// in one message: the synchronous use, one frame at a time. The channel holds a frame's
+    /// last samples, and the receiver needs the PLHEADER after a frame, until more input comes;
+    /// the filler brings them out at once, where waiting costs `FLUSH_AFTER`. In one message
+    /// because a filler sent as a second message waited up to the flowgraph's 100 ms receive
+    /// timeout (ZeroMQ source) about every other frame.
+    pub fn submit_flushed_at(&mut self, bbframe: &[u8], esn0_db: f64) -> Result<u64, LoopError> {
+        if !self.cfg.per_frame_esn0 {
+            return Err(LoopError::Unsupported(
+                "submit_flushed_at() needs per_frame_esn0: this flowgraph's noise is fixed".into(),
+            ));
+        }
+        check_esn0(esn0_db)?;
+        let n0 = awgn::n0_of(esn0_db);
+        let seq = self.push_frame_with(bbframe, n0, true)?;
+        self.pushed.push_back(Pushed::Filler(n0));
+        Ok(seq)
+    }
+
     fn push_frame(&mut self, bbframe: &[u8], n0: f64) -> Result<u64, LoopError> {
+        self.push_frame_with(bbframe, n0, false)
+    }
+
+    /// Pushes one BBFRAME, and a filler frame's zeros in the same message if `filler`.
+    fn push_frame_with(&mut self, bbframe: &[u8], n0: f64, filler: bool) -> Result<u64, LoopError> {
         let kbch = self.cfg.modcod.kbch;
         if bbframe.len() * 8 != kbch {
             return Err(LoopError::Unsupported(format!(
@@ -310,14 +335,26 @@ impl PhyLoop {
                 kbch / 8
             )));
         }
-        let bits: Vec<u8> = (0..kbch)
+        let mut bits: Vec<u8> = (0..kbch)
             .map(|i| (bbframe[i / 8] >> (7 - i % 8)) & 1)
             .collect();
+        if filler {
+            bits.resize(2 * kbch, 0);
+        }
         self.push_bits(&bits)?;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.pushed.push_back(Pushed::Frame(seq, n0));
         Ok(seq)
+    }
+
+    /// Pushes a filler frame (zeros, never decoded) behind the frames submitted: the channel
+    /// holds a frame's last samples until more input comes.
+    fn flush(&mut self) -> Result<(), LoopError> {
+        self.push_bits(&vec![0u8; self.cfg.modcod.kbch])?;
+        let n0 = self.pushed.back().map_or(self.base_n0, Pushed::n0);
+        self.pushed.push_back(Pushed::Filler(n0));
+        Ok(())
     }
 
     /// The oldest outstanding frame, decoded (waits for its IQ).
@@ -480,9 +517,7 @@ impl PhyLoop {
             // input comes, so push a filler frame behind it.
             let len = self.rx.frame_len();
             if self.samples.len() + len >= self.pushed.len() * len {
-                self.push_bits(&vec![0u8; self.cfg.modcod.kbch])?;
-                let n0 = self.pushed.back().map_or(self.base_n0, Pushed::n0);
-                self.pushed.push_back(Pushed::Filler(n0));
+                self.flush()?;
             }
         }
     }
@@ -557,6 +592,19 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
     }
     if let Some(s) = &cfg.sigmf {
         cmd.arg("--sigmf").arg(s);
+    }
+    // A loop started from a real-time thread (the emulator's direction thread, ACM's MODCOD
+    // loops) must not hand SCHED_FIFO or a raised priority on to GNU Radio's threads, which would
+    // then compete with the data plane as real-time work.
+    // SAFETY: between fork and exec the closure makes two system calls, async-signal-safe, and
+    // touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            libc::setpriority(libc::PRIO_PROCESS, 0, 0);
+            Ok(())
+        });
     }
     // Nothing is written to stdin: it stays open while the loop lives.
     cmd.stdin(Stdio::piped())

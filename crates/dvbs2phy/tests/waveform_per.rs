@@ -149,3 +149,41 @@ fn the_waveform_channel_switches_modcod_per_frame_and_keeps_order() {
     let e = ch.submit(11, 10.0, &sent[0]).unwrap_err().to_string();
     assert!(e.contains("9/10") || e.contains("short"), "{e}");
 }
+
+#[test]
+fn decode_one_returns_each_frame_at_once_in_its_own_fate() {
+    use dvbs2phy::{WaveformChannel, WaveformConfig};
+    use std::time::Instant;
+    // The emulator's synchronous use: one frame at a time, normal frames with pilots (its
+    // defaults), QPSK 1/2 then 8PSK 3/5, clean and then far below the threshold.
+    let mut ch = WaveformChannel::new(WaveformConfig::new(FrameSize::Normal, true));
+    ch.start_loop(4).unwrap();
+    let mut state = 9;
+    let qpsk = ModCod::new(4, FrameSize::Normal, true).unwrap();
+    let n = 20;
+    let t0 = Instant::now();
+    for i in 0..n {
+        let f = bbframe(&qpsk, &mut state);
+        let got = ch.decode_one(4, 10.0, &f).unwrap();
+        assert_eq!(got.frame.outcome, Ok(f), "frame {i}");
+        assert_eq!(ch.outstanding(), 0);
+    }
+    // The first frame waits for the loop's sync; the rest are the per-frame stall.
+    eprintln!(
+        "decode_one: {n} normal QPSK 1/2 frames at 10 dB in {:.3} s ({:.1} frames/s)",
+        t0.elapsed().as_secs_f64(),
+        n as f64 / t0.elapsed().as_secs_f64()
+    );
+    let f = bbframe(&qpsk, &mut state);
+    assert!(ch.decode_one(4, -3.0, &f).unwrap().frame.outcome.is_err());
+    let psk8 = ModCod::new(12, FrameSize::Normal, true).unwrap();
+    let f = bbframe(&psk8, &mut state);
+    assert_eq!(ch.decode_one(12, 12.0, &f).unwrap().frame.outcome, Ok(f));
+    // Submitted frames first go back through next_frame.
+    ch.submit(4, 10.0, &bbframe(&qpsk, &mut state)).unwrap();
+    let e = ch.decode_one(4, 10.0, &bbframe(&qpsk, &mut state));
+    assert!(
+        e.unwrap_err().to_string().contains("1 frames outstanding"),
+        "decode_one must refuse while frames are outstanding"
+    );
+}

@@ -172,6 +172,10 @@ pub enum LinkKind {
     Rcs2,
     /// A fixed bit rate, packets serialized one after the other, no MODCOD.
     Fixed,
+    /// DVB-S2 BBFrames (forward only) whose fate comes from a real decoder, not a PER table:
+    /// each BBFRAME encoded, modulated, passed through AWGN at the Es/N0 of its arrival and
+    /// decoded (GNU Radio's transmitter and the project's receiver; emulator/CONFIG.md).
+    Dvbs2Waveform,
 }
 
 /// An embedded MODCOD table of a DVB-S2 link.
@@ -822,9 +826,18 @@ impl Default for DamaConfig {
 }
 
 impl DirectionConfig {
-    /// The resolved link kind.
+    /// The resolved link kind, as a frame format: `dvbs2_waveform` builds the frames of
+    /// `dvbs2` (same MODCODs, shapes and packing) and is told apart by [`Self::is_waveform`].
     pub fn link_kind(&self) -> LinkKind {
-        self.kind.unwrap_or(LinkKind::Dvbs2)
+        match self.kind {
+            Some(LinkKind::Dvbs2Waveform) | None => LinkKind::Dvbs2,
+            Some(k) => k,
+        }
+    }
+
+    /// Whether a decoder, not a PER table, decides each frame (`kind: dvbs2_waveform`).
+    pub fn is_waveform(&self) -> bool {
+        self.kind == Some(LinkKind::Dvbs2Waveform)
     }
 }
 

@@ -11,6 +11,9 @@
 //!                           PER(MODCOD, Es/N0) (channel.rs, per.rs); its packets are lost
 //!                           (near the threshold, with `failed_frames`: delivered through a
 //!                           second, uniform bit-error stage instead)
+//!            or frame_channel.rs  `kind: dvbs2_waveform`: the frame's real bytes through a
+//!                           decoder at Es/N0 (gse.rs); what parses intact is delivered, with
+//!                           the decoder's residual bit errors
 //!         -> bit_errors.rs  bit errors on the packets that survive; delivered, delivered
 //!                           corrupted or lost per `bit_errors.action`
 //!         -> reorder.rs     optional extra delay per delivered packet (overtaking)
@@ -29,20 +32,25 @@
 //! come out of the delay line as `Outcome::Lost` at that same time (where the receiver notices
 //! them); queue drops come out at the next poll.
 
-use crate::bit_errors::BitErrors;
+use crate::bit_errors::{self, BitErrors};
 use crate::channel::Channel;
-use crate::config::{BitErrorConfig, BitErrorModel, ConfigError, LinkConfig, LinkKind};
+use crate::config::{
+    BitErrorConfig, BitErrorModel, ConfigError, CorruptionAction, LinkConfig, LinkKind,
+};
 use crate::control::ControlCommand;
 use crate::dama::{Dama, Demand, Grant};
 use crate::delay::DelaySource;
 use crate::delay_line::DelayLine;
 use crate::erasure::{self, Erasure, Verdict};
+use crate::frame_channel::{FrameChannel, Received, WaveformReceiver};
+use crate::gse;
+use crate::modcod::dvbs2_shape;
 use crate::per::PerCurve;
 use crate::queue::Queue;
 use crate::reorder::Reorder;
 use crate::rng::{Rng, Stream};
 use crate::scheduler::{self, InFlight, Phy, Scheduler};
-use crate::types::{Counters, Dir, DirectionStatus, LossCause, Outcome};
+use crate::types::{Counters, Dir, DirectionStatus, Hit, HitRegion, LossCause, Outcome};
 
 /// What the configuration of one direction builds and may refuse: the channel, the delay, the
 /// physical layer with its ACM loop, the PER curves and the bit-error model. Building it
@@ -62,6 +70,9 @@ pub(crate) struct LinkSetup {
     bit_errors: BitErrors,
     /// The bit errors of corrupted frames (`failed_frames`).
     residual: Option<BitErrors>,
+    /// `kind: dvbs2_waveform`: per MODCOD row, the DVB-S2 MODCOD id and the BBFRAME length
+    /// (K_bch / 8 bytes); `None` for a row the link cannot send.
+    waveform_rows: Option<Vec<Option<(u32, usize)>>>,
 }
 
 impl LinkSetup {
@@ -70,12 +81,25 @@ impl LinkSetup {
         let p = dir.as_str();
         let channel = Channel::from_config(&d.uplink, &d.downlink, p)?;
         let delay = DelaySource::from_config(cfg, d)?;
+        let mut waveform_rows = None;
         let (phy, curves, corrupt_floors) = match d.link_kind() {
             LinkKind::Fixed => (Phy::fixed(d, p)?, Vec::new(), Vec::new()),
-            LinkKind::Dvbs2 | LinkKind::Rcs2 => {
+            LinkKind::Dvbs2 | LinkKind::Rcs2 | LinkKind::Dvbs2Waveform => {
                 let table = scheduler::modcod_table(d)?;
                 let curves = erasure::per_curves(&table, d)?;
                 let floors = erasure::corrupt_floors(&table, d);
+                if d.is_waveform() {
+                    waveform_rows = Some(
+                        table
+                            .rows
+                            .iter()
+                            .map(|m| {
+                                dvbs2_shape(m, d.frame, d.pilots)
+                                    .map(|s| (m.id, s.data_bytes as usize + gse::BBHEADER_BYTES))
+                            })
+                            .collect(),
+                    );
+                }
                 (Phy::modcod(cfg, dir, table, &channel)?, curves, floors)
             }
         };
@@ -111,8 +135,21 @@ impl LinkSetup {
             corrupt_floors,
             bit_errors,
             residual,
+            waveform_rows,
         })
     }
+}
+
+/// The decoder side of a `kind: dvbs2_waveform` direction (frame_channel.rs).
+#[derive(Debug)]
+struct Waveform {
+    rx: WaveformReceiver,
+    /// Per MODCOD row: DVB-S2 MODCOD id and K_bch / 8 bytes.
+    rows: Vec<Option<(u32, usize)>>,
+    /// `bit_errors.action` for packets the decoder delivers with residual errors.
+    action: CorruptionAction,
+    /// Oracle ETEN: name the TCP segment a corrupted packet was.
+    segment_keys: bool,
 }
 
 /// One direction of the emulated link. See the module documentation.
@@ -129,6 +166,8 @@ pub struct Direction {
     erasure: Erasure,
     bit_errors: BitErrors,
     residual: Option<BitErrors>,
+    /// `kind: dvbs2_waveform`: the decoder in place of the erasure stage.
+    waveform: Option<Waveform>,
     reorder: Option<Reorder>,
     line: DelayLine,
     /// Queue drops waiting for the next poll, and the time of the first.
@@ -143,19 +182,64 @@ pub struct Direction {
 
 impl Direction {
     /// Builds direction `dir` of a validated configuration; random streams derive from
-    /// `cfg.seed` and `dir`. Opens the bit-error record file if one is configured.
+    /// `cfg.seed` and `dir`. Opens the bit-error record file if one is configured. A direction of
+    /// `kind: dvbs2_waveform` needs its decoder: [`Direction::with_frame_channel`].
     pub fn new(cfg: &LinkConfig, dir: Dir) -> Result<Self, ConfigError> {
+        if cfg.direction(dir).is_waveform() {
+            return Err(ConfigError::field(
+                format!("{}.kind", dir.as_str()),
+                "dvbs2_waveform needs a frame channel (the emulator's DVB-S2 decoder)",
+            ));
+        }
+        Self::build(cfg, dir, None)
+    }
+
+    /// Direction `dir` of `kind: dvbs2_waveform`: every frame's BBFRAME goes through `channel`
+    /// when it ends, and its verdict replaces the PER draw.
+    pub fn with_frame_channel(
+        cfg: &LinkConfig,
+        dir: Dir,
+        channel: Box<dyn FrameChannel>,
+    ) -> Result<Self, ConfigError> {
+        let d = cfg.direction(dir);
+        if !d.is_waveform() {
+            return Err(ConfigError::field(
+                format!("{}.kind", dir.as_str()),
+                "a frame channel is only for kind dvbs2_waveform",
+            ));
+        }
+        Self::build(cfg, dir, Some(WaveformReceiver::new(d.frame, channel)))
+    }
+
+    fn build(
+        cfg: &LinkConfig,
+        dir: Dir,
+        rx: Option<WaveformReceiver>,
+    ) -> Result<Self, ConfigError> {
         let d = cfg.direction(dir);
         let mut s = LinkSetup::build(cfg, dir)?;
         if let Some(path) = &d.bit_errors.record_file {
             s.bit_errors.open_recorder(path)?;
         }
+        let mut scheduler = Scheduler::new(s.phy, s.dama, d.gse_label_bytes);
+        let waveform = match (rx, s.waveform_rows) {
+            (Some(rx), Some(rows)) => {
+                scheduler.write_gse();
+                Some(Waveform {
+                    rx,
+                    rows,
+                    action: d.bit_errors.action,
+                    segment_keys: d.oracle_eten.is_some(),
+                })
+            }
+            _ => None,
+        };
         Ok(Direction {
             dir,
             channel: s.channel,
             delay: s.delay,
             queue: Queue::from_config(&d.queue),
-            scheduler: Scheduler::new(s.phy, s.dama, d.gse_label_bytes),
+            scheduler,
             erasure: Erasure::new(
                 s.curves,
                 s.corrupt_floors,
@@ -163,6 +247,7 @@ impl Direction {
             ),
             bit_errors: s.bit_errors,
             residual: s.residual,
+            waveform,
             reorder: Reorder::new(&d.reorder, Rng::derive(cfg.seed, dir, Stream::Reorder)),
             line: DelayLine::new(),
             queue_drops: Vec::new(),
@@ -435,6 +520,10 @@ impl Direction {
     /// reordering into the delay line, due when the frame reaches the receiver.
     fn frame_ended(&mut self, f: &InFlight) {
         let arrival_ns = f.end_ns + self.delay.at(f.end_ns);
+        if self.waveform.is_some() {
+            self.decoded_frame_ended(f, arrival_ns);
+            return;
+        }
         let verdict = self.erasure.judge(f.modcod, &self.channel, arrival_ns);
         let erased = verdict == Verdict::Erased;
         if erased {
@@ -458,16 +547,71 @@ impl Direction {
                 (Some(r), Verdict::Corrupted) => r.pass(pkt),
                 _ => self.bit_errors.pass(pkt),
             };
-            if is_corrupted(&outcome) {
-                self.counters.corrupted_packets += 1;
+            let stages = (&mut self.counters, &mut self.reorder, &mut self.line);
+            survived(stages, arrival_ns, f.end_ns, outcome);
+        }
+    }
+
+    /// `kind: dvbs2_waveform`: frame `f`'s BBFRAME goes through the decoder at the Es/N0 of its
+    /// arrival (synchronously: the decode stalls this thread, absorbed by the delay line's
+    /// propagation delay). A packet the receiver could not parse intact (erased frame, lost
+    /// fragment, CRC-32) is lost; one delivered with the decoder's residual bit errors is
+    /// corrupted (`bit_errors.action`); an intact one goes on through the bit-error stage.
+    fn decoded_frame_ended(&mut self, f: &InFlight, arrival_ns: u64) {
+        let esn0_db = self.channel.esn0_db(arrival_ns);
+        let df = self.scheduler.take_data_field();
+        let sent: Vec<(Vec<u8>, bool)> = self.scheduler.completed().collect();
+        let w = self.waveform.as_mut().expect("a waveform direction");
+        let (id, kbch_bytes) = w.rows[f.modcod].expect("frames use usable MODCODs");
+        let got = match df {
+            Ok(df) => {
+                w.rx.receive(id, esn0_db, kbch_bytes, &df, sent.len())
+                    // The decoder is gone (its flowgraph died): no verdict can stand in for it.
+                    .unwrap_or_else(|e| panic!("{} kind dvbs2_waveform: {e}", self.dir.as_str()))
             }
-            let offset = match (&mut self.reorder, &outcome) {
-                (Some(r), Outcome::Deliver { .. }) => Some(r.offset_ns()),
-                _ => None,
+            // A packet longer than GSE's 12-bit length: the frame cannot be written.
+            Err(_) => {
+                w.rx.frame_lost();
+                Received {
+                    erased: true,
+                    delivered: vec![None; sent.len()],
+                }
+            }
+        };
+        let (action, segment_keys) = (w.action, w.segment_keys);
+        if got.erased {
+            self.counters.frame_erasures += 1;
+        }
+        for ((pkt, _), out) in sent.into_iter().zip(got.delivered) {
+            let Some(bytes) = out else {
+                self.counters.erased_packets += 1;
+                let lost = Outcome::Lost {
+                    frame: pkt,
+                    cause: LossCause::FrameErasure,
+                };
+                self.line.push(arrival_ns, None, f.end_ns, lost);
+                continue;
             };
-            if self.line.push(arrival_ns, offset, f.end_ns, outcome) {
-                self.counters.reordered_packets += 1;
-            }
+            let outcome = match residual_hit(&pkt, &bytes) {
+                None => self.bit_errors.pass(bytes),
+                Some(mut hit) => {
+                    if segment_keys {
+                        hit.segment = crate::segment::tcp_data_key(&pkt);
+                    }
+                    match action {
+                        CorruptionAction::Deliver => Outcome::Deliver {
+                            frame: bytes,
+                            corrupted: Some(hit),
+                        },
+                        CorruptionAction::Drop => Outcome::Lost {
+                            frame: bytes,
+                            cause: LossCause::Corruption(hit),
+                        },
+                    }
+                }
+            };
+            let stages = (&mut self.counters, &mut self.reorder, &mut self.line);
+            survived(stages, arrival_ns, f.end_ns, outcome);
         }
     }
 
@@ -475,6 +619,54 @@ impl Direction {
     fn first_drop_ns(&self) -> Option<u64> {
         (!self.queue_drops.is_empty()).then_some(self.drops_since)
     }
+}
+
+/// A packet that came through its frame's decoding (delivered, maybe corrupted, or lost to
+/// corruption): counted, given its reordering offset and put in the delay line (the stages
+/// after the frame's verdict, borrowed apart from the scheduler that yields the packets).
+fn survived(
+    (counters, reorder, line): (&mut Counters, &mut Option<Reorder>, &mut DelayLine),
+    arrival_ns: u64,
+    end_ns: u64,
+    outcome: Outcome,
+) {
+    if is_corrupted(&outcome) {
+        counters.corrupted_packets += 1;
+    }
+    let offset = match (reorder, &outcome) {
+        (Some(r), Outcome::Deliver { .. }) => Some(r.offset_ns()),
+        _ => None,
+    };
+    if line.push(arrival_ns, offset, end_ns, outcome) {
+        counters.reordered_packets += 1;
+    }
+}
+
+/// The decoder's residual errors in a packet, `sent` as it was sent and `got` as the receiver
+/// parsed it: the bits that differ (a length that differs counts its missing bytes' bits) and
+/// the most significant region hit, the Ethernet header counting as the IP header's; `None`
+/// when the packet is intact.
+fn residual_hit(sent: &[u8], got: &[u8]) -> Option<Hit> {
+    let (ip_end, tr_end) = bit_errors::header_bounds(sent);
+    let mut bits = 8 * sent.len().abs_diff(got.len()) as u32;
+    let mut region = HitRegion::Payload;
+    for (i, (a, b)) in sent.iter().zip(got).enumerate() {
+        let d = (a ^ b).count_ones();
+        if d == 0 {
+            continue;
+        }
+        bits += d;
+        if i < ip_end {
+            region = HitRegion::IpHeader;
+        } else if i < tr_end && region == HitRegion::Payload {
+            region = HitRegion::TransportHeader;
+        }
+    }
+    (bits > 0).then_some(Hit {
+        where_: region,
+        bits_flipped: bits,
+        segment: None,
+    })
 }
 
 /// Whether the bit-error stage hit the packet (delivered corrupted or lost to corruption).

@@ -1,13 +1,15 @@
 //! The PHY-in-the-loop hook: a frame's fate from a real decoder instead of a PER table.
 //!
-//! `WaveformFrames` turns each frame `framing::pack` fills into BBFRAME bytes (crate::gse),
-//! hands them to a `FrameChannel` with the frame's MODCOD and Es/N0, and parses what comes back:
-//! the PDUs that parse intact are delivered, residual bit errors in complete GSE packets included
-//! (as on a real receiver), and a PDU whose CRC-32 fails, whose fragments were lost or that sat
-//! in an erased frame is lost. The emulator fills the hook with dvbs2phy's `WaveformChannel`
-//! (GNU Radio transmitter and channel, this project's LDPC/BCH receiver).
+//! A forward link of `kind: dvbs2_waveform` packs each frame into real bytes when it starts
+//! (`gse::GseWriter`, the scheduler), and when it ends hands the BBFRAME to a `FrameChannel` with
+//! the frame's MODCOD and the Es/N0 at its arrival (`WaveformReceiver`, the direction), then parses
+//! what comes back: the PDUs that parse intact are delivered, residual bit errors in complete GSE
+//! packets included (as on a real receiver), and a PDU whose CRC-32 fails, whose fragments were
+//! lost or that sat in an erased frame is lost. `WaveformFrames` is both halves in one call. The
+//! emulator fills the hook with dvbs2phy's `WaveformChannel` (GNU Radio transmitter and channel,
+//! this project's LDPC/BCH receiver; emulator/src/waveform_channel.rs).
 
-use crate::config::FrameSize;
+use crate::config::{ConfigError, DirectionConfig, FrameSize, ModcodSet};
 use crate::framing::{Gse, Packed, PacketSource, Partial};
 use crate::gse::{self, GseError, GseReader, GseWriter, RxPdu};
 
@@ -20,8 +22,9 @@ pub enum Decoded {
     Erased,
 }
 
-/// A physical layer that encodes, transmits and decodes one BBFRAME at a time.
-pub trait FrameChannel {
+/// A physical layer that encodes, transmits and decodes one BBFRAME at a time. `Send`: it runs
+/// on the direction's thread.
+pub trait FrameChannel: Send {
     /// Sends `bbframe` (K_bch / 8 bytes of DVB-S2 MODCOD `modcod_id`, `frame` size) through the
     /// channel at `esn0_db` and returns the decoder's verdict; `Err` names the failed part.
     fn decode(
@@ -51,21 +54,89 @@ pub struct FrameOutcome {
     pub delivered: Vec<Option<Vec<u8>>>,
 }
 
-/// The transmitter's and the receiver's GSE state around a `FrameChannel`.
-pub struct WaveformFrames<C: FrameChannel> {
-    writer: GseWriter,
+/// What the receiver made of one frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// The decoder erased the frame or its BBHEADER failed: nothing of it was delivered.
+    pub erased: bool,
+    /// Per packet the frame completed, in order: the delivered bytes or `None`.
+    pub delivered: Vec<Option<Vec<u8>>>,
+}
+
+/// The receiver's side of a waveform link: the channel and the GSE reassembly state.
+pub struct WaveformReceiver {
     reader: GseReader,
-    channel: C,
+    channel: Box<dyn FrameChannel>,
     frame: FrameSize,
 }
 
-impl<C: FrameChannel> WaveformFrames<C> {
-    pub fn new(gse: Gse, frame: FrameSize, channel: C) -> Self {
-        WaveformFrames {
-            writer: GseWriter::new(gse),
+impl std::fmt::Debug for WaveformReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaveformReceiver")
+            .field("frame", &self.frame)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WaveformReceiver {
+    pub fn new(frame: FrameSize, channel: Box<dyn FrameChannel>) -> Self {
+        WaveformReceiver {
             reader: GseReader::new(),
             channel,
             frame,
+        }
+    }
+
+    /// Sends data field `df` as a BBFRAME of `kbch_bytes` at MODCOD `modcod_id` through the
+    /// channel at `esn0_db`, parses what the decoder gives back and matches the parsed PDUs to
+    /// the `completed` packets the frame completed (position i of the parse is packet i; a
+    /// truncated parse loses the rest).
+    pub fn receive(
+        &mut self,
+        modcod_id: u32,
+        esn0_db: f64,
+        kbch_bytes: usize,
+        df: &[u8],
+        completed: usize,
+    ) -> Result<Received, WaveformError> {
+        let bb = gse::bbframe(df, kbch_bytes)?;
+        let decoded = self
+            .channel
+            .decode(modcod_id, self.frame, esn0_db, &bb)
+            .map_err(WaveformError::Channel)?;
+        let pdus = match decoded {
+            Decoded::Frame(bytes) => self.reader.parse(&bytes).map(|p| p.pdus).ok(),
+            Decoded::Erased => {
+                self.reader.frame_lost();
+                None
+            }
+        };
+        let erased = pdus.is_none();
+        let mut pdus = pdus.unwrap_or_default().into_iter();
+        let delivered = (0..completed)
+            .map(|_| pdus.next().and_then(RxPdu::delivered))
+            .collect();
+        Ok(Received { erased, delivered })
+    }
+
+    /// A frame that never reached the channel (its GSE packets could not be written): a PDU
+    /// being reassembled cannot complete.
+    pub fn frame_lost(&mut self) {
+        self.reader.frame_lost();
+    }
+}
+
+/// The transmitter's and the receiver's GSE state around a `FrameChannel`.
+pub struct WaveformFrames {
+    writer: GseWriter,
+    receiver: WaveformReceiver,
+}
+
+impl WaveformFrames {
+    pub fn new(gse: Gse, frame: FrameSize, channel: Box<dyn FrameChannel>) -> Self {
+        WaveformFrames {
+            writer: GseWriter::new(gse),
+            receiver: WaveformReceiver::new(frame, channel),
         }
     }
 
@@ -82,33 +153,62 @@ impl<C: FrameChannel> WaveformFrames<C> {
         completes: &mut Vec<(Vec<u8>, bool)>,
     ) -> Result<FrameOutcome, WaveformError> {
         let first_new = completes.len();
-        let (packed, df) = self.writer.frame(room, partial, queue, completes)?;
-        let bb = gse::bbframe(&df, room as usize + gse::BBHEADER_BYTES)?;
-        let decoded = self
-            .channel
-            .decode(modcod_id, self.frame, esn0_db, &bb)
-            .map_err(WaveformError::Channel)?;
-        let n = completes.len() - first_new;
-        let pdus = match decoded {
-            Decoded::Frame(bytes) => self.reader.parse(&bytes).map(|p| p.pdus).ok(),
-            Decoded::Erased => {
-                self.reader.frame_lost();
-                None
-            }
-        };
-        let erased = pdus.is_none();
-        let mut pdus = pdus.unwrap_or_default().into_iter();
-        // Position i of the parse is packet i the frame completed; a truncated parse loses the
-        // rest.
-        let delivered = (0..n)
-            .map(|_| pdus.next().and_then(RxPdu::delivered))
-            .collect();
+        let (packed, df) = self.writer.frame(room, partial, queue, completes);
+        let df = df?;
+        let r = self.receiver.receive(
+            modcod_id,
+            esn0_db,
+            room as usize + gse::BBHEADER_BYTES,
+            &df,
+            completes.len() - first_new,
+        )?;
         Ok(FrameOutcome {
             packed,
-            erased,
-            delivered,
+            erased: r.erased,
+            delivered: r.delivered,
         })
     }
+}
+
+/// The rules of a `kind: dvbs2_waveform` direction `p` (`forward` / `return`): the forward link
+/// of one terminal, DVB-S2 MODCODs, the decoder alone deciding each frame. The decoder's ceiling
+/// on the symbol rate is the emulator's check (it knows the decoder).
+pub(crate) fn validate_waveform(d: &DirectionConfig, p: &str) -> Result<(), ConfigError> {
+    if !d.is_waveform() {
+        return Ok(());
+    }
+    let refuse = |field: &str, why: &str| Err(ConfigError::field(format!("{p}.{field}"), why));
+    if p != "forward" {
+        return refuse(
+            "kind",
+            "dvbs2_waveform is a forward link kind (the decoder is DVB-S2's)",
+        );
+    }
+    if d.beam.is_some() {
+        return refuse(
+            "beam",
+            "not with kind dvbs2_waveform (one decoder per link, one terminal)",
+        );
+    }
+    if d.modcod_set == Some(ModcodSet::Dvbs2x) {
+        return refuse(
+            "modcod_set",
+            "dvbs2x is not with kind dvbs2_waveform: the decoder has EN 302 307-1's 28 MODCODs",
+        );
+    }
+    if d.failed_frames.is_some() {
+        return refuse(
+            "failed_frames",
+            "not with kind dvbs2_waveform: the decoder decides which frames fail and with which bit errors",
+        );
+    }
+    if d.per_table.is_some() {
+        return refuse(
+            "per_table",
+            "not with kind dvbs2_waveform: the decoder decides which frames fail, no PER table",
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -139,7 +239,7 @@ mod tests {
         let mut w = WaveformFrames::new(
             Gse { label_bytes: 3 },
             FrameSize::Short,
-            Scripted(script.into()),
+            Box::new(Scripted(script.into())),
         );
         let mut q: VecDeque<Vec<u8>> = packets.into();
         let (mut partial, mut completes, mut out) = (None, Vec::new(), Vec::new());
@@ -150,6 +250,48 @@ mod tests {
             out.extend(o.delivered);
         }
         out
+    }
+
+    /// The configuration error of a link whose forward direction is `fwd` (YAML lines) and
+    /// whose return direction is `ret`.
+    fn config_error(fwd: &str, ret: &str) -> String {
+        let yaml = format!("forward:\n{fwd}\nreturn:\n{ret}\n");
+        crate::LinkConfig::from_yaml_str(&yaml)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_waveform_link_is_one_forward_dvbs2_link_its_decoder_decides() {
+        let wf = "  kind: dvbs2_waveform\n  symbol_rate_baud: 100000";
+        let rcs2 = "  kind: rcs2";
+        let cfg = crate::LinkConfig::from_yaml_str(&format!("forward:\n{wf}\n")).unwrap();
+        assert!(cfg.forward.is_waveform());
+        assert_eq!(cfg.forward.link_kind(), crate::config::LinkKind::Dvbs2);
+        // Without its decoder the direction cannot be built.
+        let e = crate::Direction::new(&cfg, crate::Dir::Forward).unwrap_err();
+        assert!(e.to_string().starts_with("forward.kind: "), "{e}");
+        for (fwd, ret, want) in [
+            (rcs2.to_string(), wf.to_string(), "return.kind: "),
+            (
+                format!("{wf}\n  modcod_set: dvbs2x"),
+                rcs2.to_string(),
+                "forward.modcod_set: ",
+            ),
+            (
+                format!("{wf}\n  failed_frames: {{}}"),
+                rcs2.to_string(),
+                "forward.failed_frames: ",
+            ),
+            (
+                format!("{wf}\n  per_table: x.csv"),
+                rcs2.to_string(),
+                "forward.per_table: ",
+            ),
+        ] {
+            let e = config_error(&fwd, &ret);
+            assert!(e.starts_with(want), "{want} expected: {e}");
+        }
     }
 
     #[test]

@@ -167,14 +167,15 @@ impl GseWriter {
     }
 
     /// Packs one frame of `room` bytes with `framing::pack` (same arguments, same result) and
-    /// returns, with its result, the frame's data field: the GSE packets `pack` counted, in order.
+    /// returns, with its result, the frame's data field: the GSE packets `pack` counted, in order,
+    /// or why they cannot be written (the packing has happened either way).
     pub fn frame<Q: PacketSource>(
         &mut self,
         room: u32,
         partial: &mut Option<Partial>,
         queue: &mut Q,
         completes: &mut Vec<(Vec<u8>, bool)>,
-    ) -> Result<(Packed, Vec<u8>), GseError> {
+    ) -> (Packed, Result<Vec<u8>, GseError>) {
         let before = partial.as_ref().map(|p| p.remaining as usize);
         let first_new = completes.len();
         let packed = framing::pack(self.gse, room, partial, queue, completes);
@@ -215,11 +216,14 @@ impl GseWriter {
             });
         }
         let mut out = Vec::with_capacity(packed.gse_bytes as usize);
-        for piece in pieces {
-            self.write(&piece, &mut out)?;
-        }
-        debug_assert_eq!(out.len(), packed.gse_bytes as usize);
-        Ok((packed, out))
+        let written = pieces
+            .iter()
+            .try_for_each(|piece| self.write(piece, &mut out))
+            .map(|()| {
+                debug_assert_eq!(out.len(), packed.gse_bytes as usize);
+                out
+            });
+        (packed, written)
     }
 
     fn write(&mut self, piece: &Piece<'_>, out: &mut Vec<u8>) -> Result<(), GseError> {
@@ -454,7 +458,8 @@ mod tests {
         let mut completes = Vec::new();
         let mut out = Vec::new();
         while !q.is_empty() || partial.is_some() {
-            let (packed, df) = w.frame(room, &mut partial, &mut q, &mut completes).unwrap();
+            let (packed, df) = w.frame(room, &mut partial, &mut q, &mut completes);
+            let df = df.unwrap();
             assert_eq!(df.len(), packed.gse_bytes as usize);
             out.push(bbframe(&df, room as usize + BBHEADER_BYTES).unwrap());
         }

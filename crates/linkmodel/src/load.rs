@@ -152,6 +152,7 @@ impl DirectionConfig {
         self.validate_queue(p)?;
         self.validate_bit_errors(p)?;
         self.validate_failed_frames(p)?;
+        crate::frame_channel::validate_waveform(self, p)?;
         self.validate_oracle_eten(p)?;
         self.validate_dama(p)?;
         self.validate_reorder(p)

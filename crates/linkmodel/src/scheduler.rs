@@ -23,6 +23,7 @@ use crate::config::{AcmMode, ConfigError, DirectionConfig, LinkConfig, LinkKind,
 use crate::dama::{Dama, Demand, Grant};
 use crate::delay::DelaySource;
 use crate::framing::{self, Gse, Partial};
+use crate::gse::{GseError, GseWriter};
 use crate::modcod::{dvbs2_shape, rcs2_shape, FrameShape, ModcodTable};
 use crate::queue::Queue;
 use crate::rng::{Rng, Stream};
@@ -257,6 +258,10 @@ pub(crate) struct Scheduler {
     /// A terminal of a return beam (`return_beam.rs`): the beam ticks the superframes and its
     /// controller grants the slots ([`Scheduler::dama_request`], [`Scheduler::dama_grant`]).
     pooled: bool,
+    /// `kind: dvbs2_waveform`: each frame is also written as real GSE bytes (`gse.rs`), the data
+    /// field of the frame on the air, for the decoder (`frame_channel.rs`).
+    writer: Option<GseWriter>,
+    data_field: Result<Vec<u8>, GseError>,
 }
 
 impl Scheduler {
@@ -277,7 +282,20 @@ impl Scheduler {
             slot_wait_ns: None,
             gated: false,
             pooled: false,
+            writer: None,
+            data_field: Ok(Vec::new()),
         }
+    }
+
+    /// Writes every frame's GSE packets as bytes ([`Scheduler::take_data_field`]).
+    pub(crate) fn write_gse(&mut self) {
+        self.writer = Some(GseWriter::new(self.gse));
+    }
+
+    /// The data field of the frame that ended (with [`Scheduler::write_gse`]; empty otherwise),
+    /// or why its GSE packets could not be written.
+    pub(crate) fn take_data_field(&mut self) -> Result<Vec<u8>, GseError> {
+        std::mem::replace(&mut self.data_field, Ok(Vec::new()))
     }
 
     /// The superframes are ticked by a return beam's shared controller, not by this timer.
@@ -560,13 +578,27 @@ impl Scheduler {
                 acm.update(t_ns, channel);
                 let m = acm.next_frame_modcod();
                 let shape = shapes[m].expect("usable MODCOD");
-                let packed = framing::pack(
-                    self.gse,
-                    shape.data_bytes,
-                    &mut self.partial,
-                    &mut queue.at(t_ns),
-                    &mut self.completes,
-                );
+                let mut q = queue.at(t_ns);
+                let packed = match &mut self.writer {
+                    // Same packing decisions, plus the bytes (gse.rs).
+                    Some(w) => {
+                        let (packed, df) = w.frame(
+                            shape.data_bytes,
+                            &mut self.partial,
+                            &mut q,
+                            &mut self.completes,
+                        );
+                        self.data_field = df;
+                        packed
+                    }
+                    None => framing::pack(
+                        self.gse,
+                        shape.data_bytes,
+                        &mut self.partial,
+                        &mut q,
+                        &mut self.completes,
+                    ),
+                };
                 let left = shape.data_bytes - packed.gse_bytes;
                 (
                     shape.symbols as f64 * 1e9 / *symbol_rate_baud,

@@ -98,6 +98,10 @@ struct Args {
     /// frame's noise up to --esn0 added by the loop (what per-frame Es/N0 costs)
     #[arg(long, requires = "loop_bench")]
     per_frame_esn0: bool,
+    /// PHY loop: the emulator's synchronous use (`kind: dvbs2_waveform`): each frame (with a
+    /// filler frame behind it) decoded before the next is pushed; implies --per-frame-esn0
+    #[arg(long, requires = "loop_bench")]
+    one_at_a_time: bool,
     /// PHY loop: also write the IQ to PATH.sigmf-data and PATH.sigmf-meta
     #[arg(long, value_name = "PATH")]
     sigmf: Option<PathBuf>,
@@ -176,9 +180,9 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
     cfg.decoder = decoder;
     cfg.in_flight = a.in_flight as usize;
     cfg.sigmf = a.sigmf.clone();
-    cfg.per_frame_esn0 = a.per_frame_esn0;
+    cfg.per_frame_esn0 = a.per_frame_esn0 || a.one_at_a_time;
     let frames = a.frames.unwrap_or(100);
-    let r = loop_bench::run(cfg, frames).map_err(|e| e.to_string())?;
+    let r = loop_bench::run(cfg, frames, a.one_at_a_time).map_err(|e| e.to_string())?;
     let n = r.frames as f64;
     println!(
         "{}",
@@ -189,7 +193,8 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "frame": frame_name(frame),
             "pilots": a.pilots,
             "esn0_db": esn0,
-            "per_frame_esn0": a.per_frame_esn0,
+            "per_frame_esn0": a.per_frame_esn0 || a.one_at_a_time,
+            "one_at_a_time": a.one_at_a_time,
             "in_flight": a.in_flight,
             "frames": r.frames,
             "ok": r.ok,
