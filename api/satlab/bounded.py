@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class BoundedRunError(RuntimeError):
@@ -67,7 +68,7 @@ def exit_reason(returncode: int, memory_bytes: int) -> str:
     return f"exited {returncode}"
 
 
-def stop_processes(procs: Iterable[subprocess.Popen[bytes]], grace_s: float) -> None:
+def stop_processes(procs: Iterable[subprocess.Popen[Any]], grace_s: float) -> None:
     """SIGTERM every process still running, wait up to `grace_s` for all of them together, then
     SIGKILL the ones still there. Each is reaped, so none is left a zombie."""
     procs = list(procs)

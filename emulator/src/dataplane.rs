@@ -834,10 +834,11 @@ mod tests {
             .collect()
     }
 
-    /// Offers `f` (no VLAN tag, no receive timestamp) to the model at time 0.
-    fn ingest_untagged(
+    /// Offers `f` (tagged `vlan` as received, no receive timestamp) to the model at time 0.
+    fn ingest(
         f: &mut [u8],
         vnet: VirtioNetHdr,
+        vlan: Option<VlanTag>,
         m: &mut Model,
         pool: &mut Vec<Vec<u8>>,
         stats: &PortStats,
@@ -845,7 +846,7 @@ mod tests {
         let rx = RxFrame {
             data: f,
             vnet,
-            vlan: None,
+            vlan,
             rx_realtime_ns: None,
         };
         Ingest {
@@ -886,19 +887,7 @@ mod tests {
             dei: false,
             vid: 77,
         };
-        let rx = RxFrame {
-            data: &mut f,
-            vnet,
-            vlan: Some(tag),
-            rx_realtime_ns: None,
-        };
-        Ingest {
-            model: &mut m,
-            pool: &mut pool,
-            stats: &stats,
-            trunk: None,
-        }
-        .frame(rx, 0);
+        ingest(&mut f, vnet, Some(tag), &mut m, &mut pool, &stats);
         let out = drain(&mut m);
         assert_eq!(out.len(), 3);
         let segs: Vec<(u32, usize)> = out.iter().map(|f| check_tcp(f, true)).collect();
@@ -921,7 +910,7 @@ mod tests {
             csum_offset: 16,
             ..Default::default()
         };
-        ingest_untagged(&mut f, vnet, &mut m, &mut pool, &stats);
+        ingest(&mut f, vnet, None, &mut m, &mut pool, &stats);
         let out = drain(&mut m);
         assert_eq!(out.len(), 1);
         assert_eq!(check_tcp(&out[0], false), (0x1000, 100));
@@ -943,7 +932,7 @@ mod tests {
             gso_size: 8,
             ..Default::default()
         };
-        ingest_untagged(&mut f, vnet, &mut m, &mut pool, &stats);
+        ingest(&mut f, vnet, None, &mut m, &mut pool, &stats);
         assert!(drain(&mut m).is_empty());
         assert_eq!(stats.rx_invalid.load(Ordering::Relaxed), 1);
     }

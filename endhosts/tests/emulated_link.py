@@ -26,6 +26,7 @@ from typing import Any
 
 from ca_harness import ENDHOSTS, TRANSFER, run
 
+from satlab.bounded import stop_processes
 from satlab.testbed.topology import WireEnd, bare_wire, new_namespace
 
 EMULATOR = ENDHOSTS.parent / "target" / "release" / "satlab-emulator"
@@ -89,12 +90,7 @@ def emulated_path(
             yield path
         finally:
             if emulator is not None:
-                emulator.terminate()
-                try:
-                    emulator.wait(10)
-                except subprocess.TimeoutExpired:
-                    emulator.kill()
-                    emulator.wait()
+                stop_processes([emulator], grace_s=10)
             for ns in reversed(created):
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 

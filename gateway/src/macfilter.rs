@@ -132,33 +132,16 @@ impl RouterFilter {
             len: prog.len() as u16,
             filter: prog.as_mut_ptr(),
         };
-        // SAFETY: fprog points at `prog`, alive for the call; the kernel copies the program and
-        // swaps it in atomically (no frame sees a half-made filter).
-        netio::sys::cvt(unsafe {
-            libc::setsockopt(
-                self.socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_FILTER,
-                (&fprog as *const libc::sock_fprog).cast(),
-                std::mem::size_of::<libc::sock_fprog>() as u32,
-            )
-        })?;
-        Ok(())
+        // fprog points at `prog`, alive for the call; the kernel copies the program and swaps it
+        // in atomically (no frame sees a half-made filter).
+        let fd = self.socket.as_raw_fd();
+        netio::sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
     }
 
     fn detach(&self) -> io::Result<()> {
-        let zero: libc::c_int = 0;
-        // SAFETY: the option takes (and ignores) an int.
-        netio::sys::cvt(unsafe {
-            libc::setsockopt(
-                self.socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_DETACH_FILTER,
-                (&zero as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-        })?;
-        Ok(())
+        // The option takes (and ignores) an int.
+        let fd = self.socket.as_raw_fd();
+        netio::sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_DETACH_FILTER, &0)
     }
 }
 

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from satlab.bounded import stop_processes
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEP_BIN = ROOT / "target/release/satlab-pep"
@@ -171,12 +173,7 @@ def measure(name: str, argv: list[str] | None, cfg: Path, seconds: float) -> dic
             rate = conn_rate(seconds)
         finally:
             if proxy:
-                proxy.terminate()
-                try:
-                    proxy.wait(5)
-                except subprocess.TimeoutExpired:
-                    proxy.kill()
-                    proxy.wait()
+                stop_processes([proxy], grace_s=5)
     return {
         "proxy": name,
         "throughput_1_stream_gbps": one / 1e9,

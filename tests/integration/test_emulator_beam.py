@@ -23,9 +23,8 @@ import pytest
 from emuconfig import EmulatorFactory
 from linkcalc import ETH_HEADER, UDP_IP_HEADERS, frame_time_s
 from netns import MAC_GW, MAC_ST, Topology
+from tagged import read_tagged, tagged_socket
 from traffic import UdpFlow, send_udp, udp_receiver, udp_senders
-
-from satlab.testbed.topology import socket_in_netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -154,16 +153,6 @@ def test_control_naming_a_terminal_changes_that_terminal_only(
 # tag as the kernel took it off (PACKET_AUXDATA) and writes tagged frames itself.
 TRUNK_VLANS = {"a": 101, "b": 102}
 B_IP = "10.250.1.3"
-SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
-AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata (linux/if_packet.h)
-
-
-def _trunk_socket(topo: Topology) -> socket.socket:
-    s = socket_in_netns(topo.st, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-    s.bind(("st0", 0))
-    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-    s.settimeout(0.2)
-    return s
 
 
 def _tagged_frames(s: socket.socket, idle_s: float = 0.5) -> list[tuple[int | None, str]]:
@@ -172,15 +161,10 @@ def _tagged_frames(s: socket.socket, idle_s: float = 0.5) -> list[tuple[int | No
     got: list[tuple[int | None, str]] = []
     last = time.monotonic()
     while time.monotonic() - last < idle_s:
-        try:
-            data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(AUXDATA.size))
-        except TimeoutError:
+        f = read_tagged(s)
+        if f is None:
             continue
-        vid = None
-        for level, kind, raw in anc:
-            if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
-                status, *_, tci, _tpid = AUXDATA.unpack_from(raw)
-                vid = tci & 0x0FFF if status & TP_STATUS_VLAN_VALID else None
+        data, vid = f.data, f.vid
         # A tag the kernel took off is no longer in the data.
         if data[12:14] == b"\x08\x00":
             got.append((vid, socket.inet_ntoa(data[30:34])))
@@ -229,7 +213,7 @@ def test_terminals_on_vlans_are_told_apart_by_their_tags(
         **{"return": {"delay_ms": DELAY_MS}},
     )
     n = 30
-    trunk = _trunk_socket(topo)
+    trunk = tagged_socket(topo.st, "st0", timeout_s=0.2)
     try:
         for ip in (topo.st_ip, B_IP):
             send_udp(topo, topo.gw, ip, 5001, n, 200, 1e6)
@@ -260,7 +244,7 @@ def test_terminals_on_vlans_are_told_apart_by_their_tags(
         assert row in str(text), row
     # Without its neighbour entry, the gateway host asks (broadcast) for B_IP: terminal b's VLAN.
     topo.sh(topo.gw, ["ip", "neigh", "del", B_IP, "dev", "gw0"])
-    trunk = _trunk_socket(topo)
+    trunk = tagged_socket(topo.st, "st0", timeout_s=0.2)
     try:
         send_udp(topo, topo.gw, B_IP, 5001, 1, 200, 1e6)
         asked = _tagged_frames(trunk)

@@ -33,13 +33,14 @@ from satlab import db
 from satlab.agent import tlsca, tlshttp
 from satlab.agent.tlshttp import TlsTarget
 from satlab.agent.unixhttp import AgentError, request
+from satlab.bounded import stop_processes
 from satlab.scenario import expand_runs, parse_scenario
 from satlab.service import boxes
 from satlab.settings import REPO_ROOT
 from satlab.testbed import backend, topology
 from satlab.testbed.backend import create_testbed
 from satlab.testbed.runner import run_one
-from satlab.testbed.testbed import STATE_ROOT, kill_agent_group
+from satlab.testbed.testbed import STATE_ROOT, kill_agent_group, wait_for_agent
 from satlab.testbed.testbed import TestbedError as RefusedError  # (not a test class)
 
 PG_SH = str(REPO_ROOT / "scripts" / "pg.sh")
@@ -98,26 +99,13 @@ class Lab:
     def wait_ready(self, role: str) -> None:
         name = MACHINES[role][0]
         deadline = time.monotonic() + 30  # six interpreters starting at once on a busy machine
-        while True:
-            try:
-                request(self.target(role), "GET", "/health", timeout=1)
-                return
-            except AgentError:
-                if self.agents[role].poll() is not None or time.monotonic() > deadline:
-                    text = (self.state / f"agent-{name}.log").read_text()[-800:]
-                    raise RuntimeError(f"agent {name} did not start: {text}") from None
-                time.sleep(0.05)
+        log = self.state / f"agent-{name}.log"
+        wait_for_agent(self.target(role), self.agents[role], log, deadline, name)
 
     def stop_agents(self, *roles: str) -> None:
         procs = [self.agents.pop(role) for role in roles]
+        stop_processes(procs, grace_s=5)
         for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
             kill_agent_group(p.pid)
         self._save()
 

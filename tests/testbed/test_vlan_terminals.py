@@ -19,6 +19,7 @@ import os
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,10 @@ from satlab.testbed import testbed, topology, vlan_switch
 from satlab.testbed.backend import create_testbed, owned_testbed
 from satlab.testbed.runner import run_one
 from satlab.testbed.terminals import SWITCH, TerminalsError, vlans
+
+# The tagged packet socket the emulator's beam tests read VLAN trunks with.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from tagged import TaggedFrame, read_tagged, tagged_socket  # noqa: E402
 
 DURATION_S = 5.0
 VLANS = {"a": 101, "b": 102}
@@ -59,33 +64,17 @@ SCENARIO: dict[str, Any] = {
     "configurations": [{"name": "cubic", "transport": {"congestion_control": "cubic"}}],
 }
 
-ETH_P_ALL, ETH_P_8021Q, ETH_P_IP = 0x0003, 0x8100, 0x0800
-SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+ETH_P_8021Q, ETH_P_IP = 0x8100, 0x0800
 PACKET_OUTGOING = 4  # sockaddr_ll.sll_pkttype of a frame the interface sent
-AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata (linux/if_packet.h)
 
 Seen = tuple[str, int | None, str, str]  # direction ("to_emulator"/"from_emulator"), VID, src, dst
 
 
-def _trunk_socket(testbed_id: str) -> socket.socket:
-    """A packet socket on the switch's trunk port (`emu`), both directions, with tags."""
-    ns = topology.namespace_name(testbed_id, SWITCH)
-    s = topology.socket_in_netns(ns, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind(("emu", 0))
-    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-    s.settimeout(0.2)
-    return s
-
-
-def _frame(data: bytes, anc: list[tuple[int, int, bytes]], pkttype: int) -> Seen | None:
+def _frame(f: TaggedFrame) -> Seen | None:
     """(direction, VLAN ID or None, IPv4 source, IPv4 destination) of an IPv4 frame; None
     otherwise. The tag is in the metadata (PACKET_AUXDATA) or, if the kernel left it there, in
     the frame."""
-    vid = None
-    for level, kind, raw in anc:
-        if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
-            status, *_, tci, _tpid = AUXDATA.unpack_from(raw)
-            vid = tci & 0x0FFF if status & TP_STATUS_VLAN_VALID else None
+    data, vid = f.data, f.vid
     ethertype = struct.unpack_from("!H", data, 12)[0]
     if ethertype == ETH_P_8021Q:
         vid = struct.unpack_from("!H", data, 14)[0] & 0x0FFF
@@ -93,7 +82,7 @@ def _frame(data: bytes, anc: list[tuple[int, int, bytes]], pkttype: int) -> Seen
         ethertype = struct.unpack_from("!H", data, 12)[0]
     if ethertype != ETH_P_IP:
         return None
-    direction = "to_emulator" if pkttype == PACKET_OUTGOING else "from_emulator"
+    direction = "to_emulator" if f.pkttype == PACKET_OUTGOING else "from_emulator"
     return direction, vid, socket.inet_ntoa(data[26:30]), socket.inet_ntoa(data[30:34])
 
 
@@ -112,15 +101,13 @@ def _capture_trunk(deadline_s: float) -> tuple[set[Seen], dict[str, int], str]:
         raise AssertionError("the run's switch never appeared")
     seen: set[Seen] = set()
     want = {(d, c) for d in ("to_emulator", "from_emulator") for c in CLIENTS.values()}
-    with _trunk_socket(tid) as s:
+    # The switch's trunk port (`emu`), both directions.
+    with _port(tid, SWITCH, "emu", timeout_s=0.2) as s:
         while time.monotonic() < deadline:
             if want <= {(d, src if d == "to_emulator" else dst) for d, _, src, dst in seen}:
                 deadline = min(deadline, time.monotonic() + 1.0)
-            try:
-                data, anc, _, addr = s.recvmsg(2048, socket.CMSG_SPACE(AUXDATA.size))
-            except TimeoutError:
-                continue
-            f = _frame(data, anc, addr[2])
+            tagged = read_tagged(s)
+            f = None if tagged is None else _frame(tagged)
             if f is not None:
                 seen.add(f)
     return seen, vlan_switch.counters(tid), tid
@@ -225,29 +212,19 @@ def _arp_seen(s: socket.socket, sender_ip: str) -> list[int | None]:
     got: list[int | None] = []
     deadline = time.monotonic() + 0.5
     while time.monotonic() < deadline:
-        try:
-            data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(AUXDATA.size))
-        except TimeoutError:
+        f = read_tagged(s)
+        if f is None:
             continue
-        vid = None
-        for level, kind, raw in anc:
-            if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
-                status, *_, tci, _tpid = AUXDATA.unpack_from(raw)
-                vid = tci & 0x0FFF if status & TP_STATUS_VLAN_VALID else None
-        if data[12:14] == struct.pack("!H", ETH_P_ARP) and data[28:32] == socket.inet_aton(
+        if f.data[12:14] == struct.pack("!H", ETH_P_ARP) and f.data[28:32] == socket.inet_aton(
             sender_ip
         ):
-            got.append(vid)
+            got.append(f.vid)
     return got
 
 
-def _port(testbed_id: str, role: str, ifname: str) -> socket.socket:
-    ns = topology.namespace_name(testbed_id, role)
-    s = topology.socket_in_netns(ns, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind((ifname, 0))
-    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-    s.settimeout(0.1)
-    return s
+def _port(testbed_id: str, role: str, ifname: str, timeout_s: float = 0.1) -> socket.socket:
+    """A packet socket on `role`'s interface `ifname`, both directions, with tags."""
+    return tagged_socket(topology.namespace_name(testbed_id, role), ifname, timeout_s)
 
 
 def test_the_switch_sends_each_vlan_to_its_port_only() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from satlab.agent.tlshttp import TlsTarget
 from satlab.agent.unixhttp import AgentError, request
 from satlab.bounded import stop_processes
 from satlab.scenario import HostSettings
@@ -53,6 +54,23 @@ def _is_our_agent(pid: int) -> bool:
         return b"satlab.agent.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+
+
+def wait_for_agent(
+    target: str | TlsTarget, proc: subprocess.Popen[bytes], log: Path, deadline: float, name: str
+) -> None:
+    """Returns once the agent at `target` (its Unix socket or TLS endpoint) answers /health; raises
+    TestbedError with the end of its `log` when its process exited or `deadline` (monotonic
+    clock) passed first."""
+    while True:
+        try:
+            request(target, "GET", "/health", timeout=1)
+            return
+        except AgentError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text()[-1000:]
+                raise TestbedError(f"agent {name} did not start: {tail}") from None
+            time.sleep(0.05)
 
 
 def kill_agent_group(agent_pid: int) -> None:
@@ -209,16 +227,9 @@ class Testbed:
         self._save_state()
         deadline = time.monotonic() + AGENT_START_TIMEOUT_S
         deadline += AGENT_START_PER_BOX_S * len(self.agent_procs)
-        for role in self.agent_procs:
-            while True:
-                try:
-                    self.agent(role, "GET", "/health", timeout=1)
-                    break
-                except AgentError:
-                    if self.agent_procs[role].poll() is not None or time.monotonic() > deadline:
-                        log_text = (self.dir / f"agent-{role}.log").read_text()[-1000:]
-                        raise TestbedError(f"agent {role} did not start: {log_text}") from None
-                    time.sleep(0.05)
+        for role, proc in self.agent_procs.items():
+            log_path = self.dir / f"agent-{role}.log"
+            wait_for_agent(str(self.socket(role)), proc, log_path, deadline, role)
 
     def _configure_forwarding(self) -> None:
         assert self.topo is not None

@@ -114,6 +114,7 @@ const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 
 /// `struct xdp_umem_reg`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct UmemReg {
     addr: u64,
     len: u64,
@@ -384,20 +385,6 @@ fn annotate(ifname: &str, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("port {ifname}: af_xdp: {what}: {e}"))
 }
 
-fn setsockopt<T>(fd: RawFd, opt: libc::c_int, val: &T) -> io::Result<()> {
-    // SAFETY: pointer to a live value of the given size.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            SOL_XDP,
-            opt,
-            (val as *const T).cast(),
-            std::mem::size_of::<T>() as u32,
-        )
-    })?;
-    Ok(())
-}
-
 fn getsockopt<T>(fd: RawFd, opt: libc::c_int, val: &mut T) -> io::Result<()> {
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: pointer to a live value of the given size.
@@ -524,14 +511,15 @@ fn register_umem(ifname: &str, s: RawFd) -> io::Result<Mmap> {
         flags: 0,
         tx_metadata_len: 0,
     };
-    setsockopt(s, XDP_UMEM_REG, &reg).map_err(|e| annotate(ifname, "XDP_UMEM_REG", e))?;
+    sys::setsockopt(s, SOL_XDP, XDP_UMEM_REG, &reg)
+        .map_err(|e| annotate(ifname, "XDP_UMEM_REG", e))?;
     for (opt, n, what) in [
         (XDP_UMEM_FILL_RING, RX_CHUNKS, "fill ring"),
         (XDP_UMEM_COMPLETION_RING, TX_CHUNKS, "completion ring"),
         (XDP_RX_RING, RX_CHUNKS, "rx ring"),
         (XDP_TX_RING, TX_CHUNKS, "tx ring"),
     ] {
-        setsockopt(s, opt, &n).map_err(|e| annotate(ifname, what, e))?;
+        sys::setsockopt(s, SOL_XDP, opt, &n).map_err(|e| annotate(ifname, what, e))?;
     }
     Ok(umem)
 }

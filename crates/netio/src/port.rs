@@ -50,25 +50,6 @@ struct TpacketAuxdata {
     tp_vlan_tpid: u16,
 }
 
-fn setsockopt_int(
-    fd: RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    val: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: pointer to an int of the given size.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as u32,
-        )
-    })?;
-    Ok(())
-}
-
 fn packet_socket(ifname: &str, what: &str) -> io::Result<OwnedFd> {
     // Protocol 0: nothing is queued until bind() names the interface and protocol.
     // SAFETY: plain syscall, fd owned at once.
@@ -104,8 +85,8 @@ fn bind_packet(fd: RawFd, ifindex: u32, proto: u16) -> io::Result<()> {
 }
 
 fn set_buf(fd: RawFd, force: libc::c_int, plain: libc::c_int, bytes: libc::c_int) {
-    if setsockopt_int(fd, libc::SOL_SOCKET, force, bytes).is_err() {
-        let _ = setsockopt_int(fd, libc::SOL_SOCKET, plain, bytes);
+    if sys::setsockopt(fd, libc::SOL_SOCKET, force, &bytes).is_err() {
+        let _ = sys::setsockopt(fd, libc::SOL_SOCKET, plain, &bytes);
     }
 }
 
@@ -163,14 +144,14 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     }
     let rx = packet_socket(ifname, "rx")?;
     let r = rx.as_raw_fd();
-    setsockopt_int(r, SOL_PACKET, PACKET_VNET_HDR, 1)
+    sys::setsockopt(r, SOL_PACKET, PACKET_VNET_HDR, &1)
         .map_err(|e| annotate(ifname, "PACKET_VNET_HDR", e))?;
-    setsockopt_int(r, SOL_PACKET, PACKET_AUXDATA, 1)
+    sys::setsockopt(r, SOL_PACKET, PACKET_AUXDATA, &1)
         .map_err(|e| annotate(ifname, "PACKET_AUXDATA", e))?;
     // Kernel receive timestamps: a frame's arrival time does not depend on when we wake up.
-    setsockopt_int(r, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+    sys::setsockopt(r, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1)
         .map_err(|e| annotate(ifname, "SO_TIMESTAMPNS", e))?;
-    if let Err(e) = setsockopt_int(r, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1) {
+    if let Err(e) = sys::setsockopt(r, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1) {
         // Kernels before 4.20: our own transmissions would be read back as input.
         return Err(annotate(
             ifname,
@@ -180,26 +161,18 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     }
     // Frames too big for a ring frame are queued whole on the socket (PACKET_COPY_THRESH).
     set_buf(r, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, COPY_RCVBUF);
-    setsockopt_int(r, SOL_PACKET, PACKET_COPY_THRESH, 1)
+    sys::setsockopt(r, SOL_PACKET, PACKET_COPY_THRESH, &1)
         .map_err(|e| annotate(ifname, "PACKET_COPY_THRESH", e))?;
     // The ring exists before bind, so no frame is ever queued outside it.
     let ring = Ring::new(r, rx_ring_bytes()?)
         .map_err(|e| annotate(ifname, "PACKET_RX_RING (TPACKET_V2)", e))?;
     bind_packet(r, ifindex, ETH_P_ALL).map_err(|e| annotate(ifname, "bind", e))?;
-    // SAFETY: packet_mreq zeroed and filled.
-    unsafe {
-        let mut mr: libc::packet_mreq = std::mem::zeroed();
-        mr.mr_ifindex = ifindex as i32;
-        mr.mr_type = PACKET_MR_PROMISC;
-        cvt(libc::setsockopt(
-            r,
-            SOL_PACKET,
-            PACKET_ADD_MEMBERSHIP,
-            (&mr as *const libc::packet_mreq).cast(),
-            std::mem::size_of::<libc::packet_mreq>() as u32,
-        ))
+    // SAFETY: packet_mreq is plain integers and bytes, valid zeroed.
+    let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mr.mr_ifindex = ifindex as i32;
+    mr.mr_type = PACKET_MR_PROMISC;
+    sys::setsockopt(r, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr)
         .map_err(|e| annotate(ifname, "promiscuous mode", e))?;
-    }
     sys::set_nonblocking(r)?;
 
     let tx = packet_socket(ifname, "tx")?;
@@ -207,7 +180,7 @@ pub fn open_af_packet(ifname: &str) -> io::Result<(RxPort, TxPort)> {
     // Bypassing the qdisc saves a little per frame but hides our output from tcpdump on the port;
     // off unless asked for.
     if std::env::var("SATLAB_QDISC_BYPASS").is_ok_and(|v| v == "1") {
-        if let Err(e) = setsockopt_int(t, SOL_PACKET, PACKET_QDISC_BYPASS, 1) {
+        if let Err(e) = sys::setsockopt(t, SOL_PACKET, PACKET_QDISC_BYPASS, &1) {
             eprintln!(
                 "{}: warning: {ifname}: PACKET_QDISC_BYPASS: {e}",
                 sys::program()
@@ -336,6 +309,7 @@ const TP_STATUS_COPY: u32 = 1 << 1;
 
 /// `struct tpacket_req`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct TpacketReq {
     tp_block_size: u32,
     tp_block_nr: u32,
@@ -393,7 +367,7 @@ struct Ring {
 impl Ring {
     /// Sets up a TPACKET_V2 ring of `bytes` on `fd` (before bind, after `PACKET_VNET_HDR`) and maps it.
     fn new(fd: RawFd, bytes: usize) -> io::Result<Ring> {
-        setsockopt_int(fd, SOL_PACKET, PACKET_VERSION, TPACKET_V2)?;
+        sys::setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2)?;
         let blocks = bytes.div_ceil(RING_BLOCK_SIZE);
         let frames = blocks * (RING_BLOCK_SIZE / RING_FRAME_SIZE);
         let req = TpacketReq {
@@ -402,16 +376,7 @@ impl Ring {
             tp_frame_size: RING_FRAME_SIZE as u32,
             tp_frame_nr: frames as u32,
         };
-        // SAFETY: pointer to a tpacket_req of the given size.
-        cvt(unsafe {
-            libc::setsockopt(
-                fd,
-                SOL_PACKET,
-                PACKET_RX_RING,
-                (&req as *const TpacketReq).cast(),
-                std::mem::size_of::<TpacketReq>() as u32,
-            )
-        })?;
+        sys::setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req)?;
         let bytes = blocks * RING_BLOCK_SIZE;
         // SAFETY: mapping the ring the kernel just allocated for this socket; unmapped in Drop.
         let base = unsafe {

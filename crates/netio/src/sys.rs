@@ -12,6 +12,27 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// `setsockopt(fd, level, opt, &val, sizeof val)`: `val` is the option's C value (an int, a
+/// kernel struct with its C layout).
+pub fn setsockopt<T: Copy>(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
+    // SAFETY: pointer to a live value of the given size; the kernel only reads it.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as u32,
+        )
+    })?;
+    Ok(())
+}
+
 /// Monotonic clock (CLOCK_MONOTONIC) in nanoseconds.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)

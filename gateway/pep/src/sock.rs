@@ -6,27 +6,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-fn setopt<T>(fd: RawFd, level: i32, name: i32, v: &T) -> io::Result<()> {
-    // SAFETY: v points at a live T of the given size.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            v as *const T as *const libc::c_void,
-            size_of::<T>() as u32,
-        )
-    })
-    .map(|_| ())
-}
+// The socket calls shared with the emulator and the gateway.
+use netio::sys::{cvt, setsockopt as setopt};
 
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
