@@ -56,9 +56,9 @@ def test_a_run_with_red_ecn_and_ceten_at_the_edges() -> None:
     # Not-ECT packets, and in an ECN flow Linux sends only its retransmissions Not-ECT
     # (tcp_ecn_send, as RFC 3168 section 6.1.5 asks), which follow forced or tail drops: early
     # drops are bounded by the retransmissions (5 early drops with 77 marks were seen in CI).
-    # Plus two: the server's segments without data at the close (its FIN, its ACK of the
-    # client's FIN) are Not-ECT too, meet the queue the flow has just filled, and an early drop
-    # of one is repaired (or, for the ACK, needs no repair) after the hosts' counters are read
+    # Plus two: the server's segments without data at the close (a bare FIN or RST, its ACK of
+    # the client's FIN) are Not-ECT too, meet the queue the flow has just filled, and an early
+    # drop of one is repaired after the hosts' counters are read, or never (RST, ACK)
     # (the likely cause of 1 early drop with 0 retransmissions, seen once in 9 runs).
     c = gw["counters"]
     retransmissions = sum(h["Tcp.RetransSegs"] for h in res["hosts"].values())
