@@ -164,6 +164,29 @@ def test_contention_access_loses_requests_under_load(
 SECOND_IP = "10.250.1.3"  # st-host's second address: the beam's second terminal
 
 
+def two_terminal_beam(
+    topo: Topology,
+    emulator: EmulatorFactory,
+    dama: dict[str, Any],
+    returns: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
+) -> Emulator:
+    """An emulator whose beam has terminal `a` (st-host's first address) and `b` (SECOND_IP,
+    added to st-host here), each with its `returns` settings, the return link `dama`
+    (dama_return's), 20 ms each way."""
+    topo.sh(topo.st, ["ip", "addr", "add", f"{SECOND_IP}/24", "dev", "st0"])
+    terminals = [
+        {"name": "a", "prefixes": [f"{topo.st_ip}/32"]},
+        {"name": "b", "prefixes": [SECOND_IP]},
+    ]
+    for t, ret in zip(terminals, returns, strict=True):
+        if ret:
+            t["return"] = ret
+    return emulator(
+        forward={"delay_ms": 20.0, "beam": {"terminals": terminals}},
+        **{"return": {**dama["return"], "delay_ms": 20.0}},
+    )
+
+
 def two_terminal_uploads(
     topo: Topology,
     emu: Emulator,
@@ -201,24 +224,7 @@ def test_two_terminals_share_the_return_pool_each_with_its_own_requests(
     and `return.dama` CRA 256 + RBDC up to 1024 kbit/s each, 20 ms each way: terminal `a` offers
     600 kbit/s and gets all of it; terminal `b` offers 2 Mbit/s and gets CRA + the RBDC maximum,
     1280 kbit/s of slots. Each terminal's requests and grant are in the status and metrics."""
-    topo.sh(topo.st, ["ip", "addr", "add", f"{SECOND_IP}/24", "dev", "st0"])
-    emu = emulator(
-        forward={
-            "delay_ms": 20.0,
-            "beam": {
-                "terminals": [
-                    {"name": "a", "prefixes": [f"{topo.st_ip}/32"]},
-                    {"name": "b", "prefixes": [SECOND_IP]},
-                ]
-            },
-        },
-        **{
-            "return": {
-                **dama_return(cra_kbps=256, rbdc_max_kbps=1024)["return"],
-                "delay_ms": 20.0,
-            }
-        },
-    )
+    emu = two_terminal_beam(topo, emulator, dama_return(cra_kbps=256, rbdc_max_kbps=1024))
     rates, st, text = two_terminal_uploads(topo, emu, (600e3, 2e6), 0.8, metrics=True)
     print(f"return beam: a {rates[0] / 1e3:.1f} kbit/s, b {rates[1] / 1e3:.1f} kbit/s")
     a, b = st["terminals"]
@@ -303,24 +309,8 @@ def test_two_terminals_at_different_return_modcods_get_different_return_rates(
     1/3 (37-byte bursts). Each may take all 10 slots of a 26.5 ms frame (2 carriers) and asks for
     more than that, so each gets 10 slots a superframe and carries its MODCOD's payload in them:
     579.6 and 111.7 kbit/s of slots."""
-    topo.sh(topo.st, ["ip", "addr", "add", f"{SECOND_IP}/24", "dev", "st0"])
-    emu = emulator(
-        forward={
-            "delay_ms": 20.0,
-            "beam": {
-                "terminals": [
-                    {"name": "a", "prefixes": [f"{topo.st_ip}/32"], "return": {"modcod": 12}},
-                    {"name": "b", "prefixes": [SECOND_IP], "return": {"modcod": 3}},
-                ]
-            },
-        },
-        **{
-            "return": {
-                **dama_return(carriers=2, timeslots_per_frame=10, rbdc_max_kbps=4096)["return"],
-                "delay_ms": 20.0,
-            }
-        },
-    )
+    dama = dama_return(carriers=2, timeslots_per_frame=10, rbdc_max_kbps=4096)
+    emu = two_terminal_beam(topo, emulator, dama, ({"modcod": 12}, {"modcod": 3}))
     rates, st, _ = two_terminal_uploads(topo, emu, (1e6, 1e6), 1.0)
     slots = [10 * b * 8 / SUPERFRAME_S for b in (192, 37)]
     print(

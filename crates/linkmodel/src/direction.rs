@@ -535,12 +535,7 @@ impl Direction {
         }
         for (pkt, fragment_erased) in self.scheduler.completed() {
             if erased || fragment_erased {
-                lost_to_erasure(
-                    (&mut self.counters, &mut self.line),
-                    pkt,
-                    arrival_ns,
-                    f.end_ns,
-                );
+                lost_to_erasure(&mut self.counters, &mut self.line, pkt, arrival_ns, f);
                 continue;
             }
             let outcome = match (&mut self.residual, verdict) {
@@ -584,12 +579,7 @@ impl Direction {
         }
         for ((pkt, _), out) in sent.into_iter().zip(got.delivered) {
             let Some(bytes) = out else {
-                lost_to_erasure(
-                    (&mut self.counters, &mut self.line),
-                    pkt,
-                    arrival_ns,
-                    f.end_ns,
-                );
+                lost_to_erasure(&mut self.counters, &mut self.line, pkt, arrival_ns, f);
                 continue;
             };
             let outcome = match residual_hit(&pkt, &bytes) {
@@ -624,17 +614,18 @@ impl Direction {
 /// A packet of an erased frame (or one whose fragment was erased): counted and put in the delay
 /// line as lost, due when the frame would have reached the receiver.
 fn lost_to_erasure(
-    (counters, line): (&mut Counters, &mut DelayLine),
+    counters: &mut Counters,
+    line: &mut DelayLine,
     pkt: Vec<u8>,
     arrival_ns: u64,
-    end_ns: u64,
+    f: &InFlight,
 ) {
     counters.erased_packets += 1;
     let lost = Outcome::Lost {
         frame: pkt,
         cause: LossCause::FrameErasure,
     };
-    line.push(arrival_ns, None, end_ns, lost);
+    line.push(arrival_ns, None, f.end_ns, lost);
 }
 
 /// A packet that came through its frame's decoding (delivered, maybe corrupted, or lost to
