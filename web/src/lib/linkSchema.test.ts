@@ -50,7 +50,7 @@ describe('the link schema in the form', () => {
     expect(checkValue(mode, 'xcm')).toBe('must be one of acm, ccm, vcm');
     const kind = at(['return', 'kind']);
     expect(kind.nullable).toBe(true);
-    expect(kind.schema.enum).toEqual(['dvbs2', 'rcs2', 'fixed']);
+    expect(kind.schema.enum).toEqual(['dvbs2', 'rcs2', 'fixed', 'dvbs2_waveform']);
     const model = unwrap(root, { $ref: '#/$defs/BitErrorModel' }).schema;
     expect(model.enum).toContain('gilbert_elliott');
   });
