@@ -37,3 +37,27 @@ def test_loop_bench_refuses_what_it_cannot_run() -> None:
     assert "modcod 11 (QPSK 9/10) has no short frame" in r.stderr
     r = bench("--modcod", "4", "--frame", "short")
     assert r.returncode == 2 and "--esn0" in r.stderr
+
+
+def test_loop_bench_over_the_rf_path() -> None:
+    # The RF path (pulse shaping, timing recovery, carrier tracking) with a carrier offset:
+    # every frame after the first (timing and carrier acquisition) comes back bit-exact.
+    r = bench(
+        *("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--frames", "10"),
+        *("--rf", "--sps", "4", "--rolloff", "0.25", "--freq-offset", "-0.002"),
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["rf"] == {"sps": 4, "rolloff": 0.25, "freq_offset": -0.002, "fll_bandwidth": 0.0}
+    assert out["ok"] >= 9 and out["residual_errors"] == 0
+    assert 10.0 < out["mean_esn0_est_db"] < 12.5
+
+
+def test_loop_bench_refuses_rf_settings_it_cannot_run() -> None:
+    base = ("--modcod", "12", "--frame", "short", "--esn0", "12", "--rf")
+    r = bench(*base)
+    assert r.returncode == 2 and "--pilots" in r.stderr
+    r = bench(*base, "--pilots", "--rolloff", "0.3")
+    assert r.returncode == 2 and "0.3 is not one of 0.2, 0.25, 0.35" in r.stderr
+    r = bench(*base, "--pilots", "--freq-offset", "0.05")
+    assert r.returncode == 2 and "0.05 is outside [-0.01, 0.01]" in r.stderr

@@ -19,8 +19,15 @@ back); the Rust side finds the first PLHEADER and cuts the stream into frames, s
 output is BBFRAME k of the input. The last frame's tail stays in the channel until more input
 arrives: the Rust side pushes filler frames when it waits (PhyLoop's flush).
 
+--rf replaces the symbol-level channel with the RF path (rf_path.py): RRC pulse shaping at --sps
+samples per symbol (--rolloff), AWGN at --esn0 and a carrier offset (--freq-offset, cycles per
+symbol) at the sample rate, and a receive front end (timing recovery, optional FLL) back to one
+sample per symbol. Pilots are required (the receiver tracks the carrier on them).
+
 --sigmf PATH also writes the IQ to PATH.sigmf-data (cf32_le) with its PATH.sigmf-meta (SigMF 1.0
-core fields; sample rate = --symbol-rate, one sample per symbol).
+core fields): the channel's output, one sample per symbol, or with --rf the transmitted waveform
+(before the channel, --sps samples per symbol, sample rate --symbol-rate x --sps), which an SDR
+can transmit as it is.
 
 Prints one JSON line on stdout once the flowgraph runs ({"ready": true, ...}); exits when stdin
 closes (the Rust side's end). Debian's gnuradio imports only in /usr/bin/python3.
@@ -42,20 +49,28 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 # The calibration transmitter's tables (MODCOD ids, constellations, frame geometry).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "emulator" / "phy"))
 import dvbs2_tx as tx  # noqa: E402
+import rf_path  # noqa: E402
 
 
 def sigmf_meta(args: argparse.Namespace, geo: dict[str, int]) -> dict[str, object]:
     mod, rate = tx.MODS[args.modcod - 1], tx.RATES[args.modcod - 1]
+    sps = args.sps if args.rf else 1
+    what = (
+        f"the transmitted waveform (before the channel), RRC roll-off {args.rolloff}, "
+        f"{sps} samples per symbol"
+        if args.rf
+        else f"the channel's output (AWGN Es/N0 {args.esn0} dB), one sample per symbol"
+    )
     return {
         "global": {
             "core:datatype": "cf32_le",
-            "core:sample_rate": args.symbol_rate,
+            "core:sample_rate": args.symbol_rate * sps,
             "core:version": "1.0.0",
             "core:recorder": "satlab dvbs2_loop.py (GNU Radio 3.10 gr-dtv, gr-channels)",
             "core:description": (
                 f"DVB-S2 MODCOD {args.modcod} ({mod} {rate}), {args.frame} frames, pilots "
                 f"{'on' if args.pilots else 'off'}, PLFRAME {geo['symbols']} symbols, gold code "
-                f"{args.goldcode}, AWGN Es/N0 {args.esn0} dB, one sample per symbol"
+                f"{args.goldcode}: {what}"
             ),
         },
         "captures": [{"core:sample_start": 0}],
@@ -75,15 +90,39 @@ def build(args: argparse.Namespace) -> gr.top_block:
     src.set_min_output_buffer(4 * geo["kbch"])
     chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
     lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
-    chan = tx.awgn_channel(10 ** (-args.esn0 / 10), 0.0, args.seed)
     sink = zeromq.push_sink(gr.sizeof_gr_complex, 1, args.output, 100, False, -1)
-    tb.connect(src, *chain, lead, chan, sink)
+    if args.rf:
+        chan = rf_path.channel(args.esn0, args.freq_offset, args.sps, args.seed)
+        shape = rf_path.shaping(args.sps, args.rolloff)
+        rx = rf_path.front_end(args.sps, args.rolloff, args.fll_bandwidth)
+        tb.connect(src, *chain, lead, shape, chan, *rx, sink)
+        recorded = shape
+    else:
+        chan = tx.awgn_channel(10 ** (-args.esn0 / 10), 0.0, args.seed)
+        tb.connect(src, *chain, lead, chan, sink)
+        recorded = chan
     if args.sigmf:
         data = blocks.file_sink(gr.sizeof_gr_complex, args.sigmf + ".sigmf-data", False)
         data.set_unbuffered(False)
-        tb.connect(chan, data)
+        tb.connect(recorded, data)
         Path(args.sigmf + ".sigmf-meta").write_text(json.dumps(sigmf_meta(args, geo), indent=2))
     return tb
+
+
+def check_rf_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses RF settings out of range (the Rust side checks them first: loop errors)."""
+    if not args.rf:
+        return
+    if not args.pilots:
+        p.error("--rf needs --pilots: the receiver tracks the carrier on the pilot blocks")
+    if not 2 <= args.sps <= 16:
+        p.error(f"--sps {args.sps} is outside [2, 16]")
+    if args.rolloff not in (0.2, 0.25, 0.35):
+        p.error(f"--rolloff {args.rolloff} is not one of 0.2, 0.25, 0.35 (EN 302 307-1 5.6)")
+    if abs(args.freq_offset) > 0.01:
+        p.error(f"--freq-offset {args.freq_offset} is outside [-0.01, 0.01] cycles per symbol")
+    if not 0 <= args.fll_bandwidth <= 0.05:
+        p.error(f"--fll-bandwidth {args.fll_bandwidth} is outside [0, 0.05]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,9 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--in", dest="input", required=True, help="ZeroMQ address of the BBFRAMEs")
     p.add_argument("--out", dest="output", required=True, help="ZeroMQ address for the IQ")
     p.add_argument("--sigmf", help="also write the IQ to SIGMF.sigmf-data/.sigmf-meta")
-    p.add_argument("--symbol-rate", type=float, default=1e6, help="SigMF sample rate, Hz")
+    p.add_argument("--symbol-rate", type=float, default=1e6, help="SigMF symbol rate, Hz")
+    p.add_argument("--rf", action="store_true", help="the RF path (rf_path.py), needs --pilots")
+    p.add_argument("--sps", type=int, default=4, help="--rf: samples per symbol, 2-16")
+    p.add_argument("--rolloff", type=float, default=0.2, help="--rf: 0.2, 0.25 or 0.35")
+    p.add_argument("--freq-offset", type=float, default=0.0, help="--rf: cycles per symbol")
+    p.add_argument("--fll-bandwidth", type=float, default=0.0, help="--rf: 0 (off) to 0.05")
     args = p.parse_args(argv)
     tx.check_frame_args(p, args)
+    check_rf_args(p, args)
     try:
         geo = tx.geometry(args.modcod, args.frame, args.pilots)
     except ValueError as err:

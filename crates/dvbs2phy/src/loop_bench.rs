@@ -59,6 +59,8 @@ pub struct BenchResult {
     /// Delivered with bits that differ from those sent (BCH miscorrection).
     pub residual_errors: usize,
     pub mean_iterations: f64,
+    /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames, dB.
+    pub mean_esn0_est_db: f64,
     /// Start of the first push to the last frame decoded, s (the flowgraph's start excluded).
     pub wall_s: f64,
     /// Wall and CPU time in the receiver (demapping, LDPC, BCH), s.
@@ -115,6 +117,7 @@ pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchR
     }
     r.wall_s = t0.elapsed().as_secs_f64();
     r.mean_iterations = iterations as f64 / r.frames.max(1) as f64;
+    r.mean_esn0_est_db /= r.frames.max(1) as f64;
     Ok(r)
 }
 
@@ -129,6 +132,7 @@ fn tally(
     let want = sent.pop_front().expect("a frame sent per frame back");
     r.decode_s += got.decode_s;
     r.decode_cpu_s += got.cpu_s;
+    r.mean_esn0_est_db += got.esn0_est_db;
     match got.outcome {
         Ok(bb) if bb == want => r.ok += 1,
         Ok(_) => r.residual_errors += 1,

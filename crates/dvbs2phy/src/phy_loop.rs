@@ -16,6 +16,11 @@
 //! flowgraph runs at `awgn::BASE_ESN0_DB` and each frame's noise is topped up here to the Es/N0
 //! `submit_at` gave it, exactly (crate::awgn says why); the receiver's LLRs use that frame's N0.
 //!
+//! RF path (`LoopConfig::rf`): the symbols pulse-shaped to a waveform, the channel at the sample
+//! rate with a carrier offset, and GNU Radio's timing recovery back to one sample per symbol
+//! (gr/rf_path.py); the receiver estimates the noise and tracks the carrier frequency
+//! (`Config::track_frequency`), as it would behind a real tuner.
+//!
 //! ZeroMQ: the `zmq` crate (0.9), the binding of libzmq, the library gr-zeromq uses; 0.9 links
 //! Debian's libzmq (libzmq3-dev) where 0.10 compiles its own copy. The pure-Rust `zeromq` crate
 //! would bring an async runtime into a crate that is a plain loop.
@@ -91,6 +96,9 @@ pub struct LoopConfig {
     pub in_flight: usize,
     /// Also write the IQ to SIGMF.sigmf-data / SIGMF.sigmf-meta.
     pub sigmf: Option<PathBuf>,
+    /// The RF path instead of the symbol-level channel (needs pilots; not with
+    /// `per_frame_esn0`).
+    pub rf: Option<RfPath>,
     /// The flowgraph script and its interpreter.
     pub script: PathBuf,
     pub python: PathBuf,
@@ -113,6 +121,7 @@ impl LoopConfig {
             decoder: Decoder::MinSum(crate::minsum::DEFAULT_RULE),
             in_flight: 4,
             sigmf: None,
+            rf: None,
             script: Path::new(env!("CARGO_MANIFEST_DIR")).join("gr/dvbs2_loop.py"),
             python: PathBuf::from(GR_PYTHON),
             timeout: Duration::from_secs(30),
@@ -127,11 +136,79 @@ impl LoopConfig {
                 self.in_flight
             )));
         }
+        if let Some(rf) = &self.rf {
+            rf.check()?;
+            if !self.modcod.pilots {
+                return Err(LoopError::Unsupported(
+                    "rf needs pilots: the receiver tracks the carrier on the pilot blocks".into(),
+                ));
+            }
+            if self.per_frame_esn0 {
+                return Err(LoopError::Unsupported(
+                    "rf with per_frame_esn0: the per-frame noise is added to symbols of unit \
+                     energy, which the RF path's front end does not deliver"
+                        .into(),
+                ));
+            }
+        }
         if self.goldcode > 262_141 {
             return Err(LoopError::Unsupported(format!(
                 "goldcode {} is outside [0, 262141]",
                 self.goldcode
             )));
+        }
+        Ok(())
+    }
+}
+
+/// The RF path's settings (gr/rf_path.py says why its defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RfPath {
+    /// Samples per symbol of the waveform (2-16).
+    pub sps: u32,
+    /// The RRC roll-off: 0.2, 0.25 or 0.35 (EN 302 307-1 5.6).
+    pub rolloff: f64,
+    /// Carrier frequency offset, cycles per symbol (-0.01 to 0.01).
+    pub freq_offset: f64,
+    /// The band-edge FLL's loop bandwidth (0: no FLL, up to 0.05).
+    pub fll_bandwidth: f64,
+}
+
+impl Default for RfPath {
+    /// 4 samples per symbol, roll-off 0.2, no offset, no FLL.
+    fn default() -> Self {
+        RfPath {
+            sps: 4,
+            rolloff: 0.2,
+            freq_offset: 0.0,
+            fll_bandwidth: 0.0,
+        }
+    }
+}
+
+impl RfPath {
+    fn check(&self) -> Result<(), LoopError> {
+        let bad = |m: String| Err(LoopError::Unsupported(m));
+        if !(2..=16).contains(&self.sps) {
+            return bad(format!("rf.sps {} is outside [2, 16]", self.sps));
+        }
+        if ![0.2, 0.25, 0.35].contains(&self.rolloff) {
+            return bad(format!(
+                "rf.rolloff {} is not one of 0.2, 0.25, 0.35",
+                self.rolloff
+            ));
+        }
+        if self.freq_offset.abs() > 0.01 {
+            return bad(format!(
+                "rf.freq_offset {} is outside [-0.01, 0.01] cycles per symbol",
+                self.freq_offset
+            ));
+        }
+        if !(0.0..=0.05).contains(&self.fll_bandwidth) {
+            return bad(format!(
+                "rf.fll_bandwidth {} is outside [0, 0.05]",
+                self.fll_bandwidth
+            ));
         }
         Ok(())
     }
@@ -245,9 +322,16 @@ impl PhyLoop {
             rx: Receiver::new(Config {
                 modcod: mc,
                 goldcode: cfg.goldcode as usize,
-                n0: Some(awgn::n0_of(cfg.esn0_db)),
+                // Behind the RF path the symbols' scale and the front end's loss are unknown:
+                // the noise is estimated per frame, as a real receiver would.
+                n0: if cfg.rf.is_some() {
+                    None
+                } else {
+                    Some(awgn::n0_of(cfg.esn0_db))
+                },
                 max_iterations: cfg.max_iterations,
                 decoder: cfg.decoder,
+                track_frequency: cfg.rf.is_some(),
             }),
             awgn: Awgn::new(u64::from(cfg.seed)),
             base_n0: awgn::n0_of(flowgraph_esn0_db(&cfg)),
@@ -423,7 +507,8 @@ impl PhyLoop {
                 continue;
             };
             self.top_up_noise(n0, len);
-            self.rx.set_n0(Some(n0));
+            // Behind the RF path the receiver keeps estimating the noise (see `start`).
+            self.rx.set_n0(self.cfg.rf.is_none().then_some(n0));
             let cpu0 = thread_cpu_s();
             let d = self
                 .rx
@@ -592,6 +677,18 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
     }
     if let Some(s) = &cfg.sigmf {
         cmd.arg("--sigmf").arg(s);
+    }
+    if let Some(rf) = &cfg.rf {
+        cmd.arg("--rf").args([
+            "--sps",
+            &rf.sps.to_string(),
+            "--rolloff",
+            &rf.rolloff.to_string(),
+            "--freq-offset",
+            &rf.freq_offset.to_string(),
+            "--fll-bandwidth",
+            &rf.fll_bandwidth.to_string(),
+        ]);
     }
     // A loop started from a real-time thread (the emulator's direction thread, ACM's MODCOD
     // loops) must not hand SCHED_FIFO or a raised priority on to GNU Radio's threads, which would

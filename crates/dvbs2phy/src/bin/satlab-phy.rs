@@ -30,7 +30,7 @@ use dvbs2phy::constellation::C64;
 use dvbs2phy::cpu::thread_cpu_s;
 use dvbs2phy::iq;
 use dvbs2phy::minsum::{CheckRule, DEFAULT_RULE};
-use dvbs2phy::{loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver};
+use dvbs2phy::{loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver, RfPath};
 
 /// Command line (clap); a usage error exits 2, like a decoding error.
 #[derive(clap::Parser)]
@@ -80,6 +80,9 @@ struct Args {
     /// Decode only the first N frames (--loop-bench: frames to push, default 100)
     #[arg(long, value_name = "N")]
     frames: Option<usize>,
+    /// Unwrap the carrier phase along the estimated frequency offset (IQ from an RF path)
+    #[arg(long)]
+    track_frequency: bool,
     /// Print only the summary with the decoder throughput
     #[arg(long)]
     bench: bool,
@@ -105,6 +108,27 @@ struct Args {
     /// PHY loop: also write the IQ to PATH.sigmf-data and PATH.sigmf-meta
     #[arg(long, value_name = "PATH")]
     sigmf: Option<PathBuf>,
+    /// PHY loop: the RF path (pulse shaping, channel at the sample rate, timing recovery;
+    /// crates/dvbs2phy/gr/rf_path.py) instead of the symbol-level channel; needs --pilots
+    #[arg(long, requires_all = ["loop_bench", "pilots"])]
+    rf: bool,
+    /// PHY loop, --rf: samples per symbol (2-16)
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "rf",
+          value_parser = clap::value_parser!(u32).range(2..=16))]
+    sps: u32,
+    /// PHY loop, --rf: RRC roll-off (0.2, 0.25 or 0.35)
+    #[arg(long, value_name = "R", default_value_t = 0.2, requires = "rf",
+          value_parser = |v: &str| match v { "0.2" | "0.25" | "0.35" => Ok(v.parse::<f64>().unwrap()),
+              _ => Err(format!("{v} is not one of 0.2, 0.25, 0.35")) })]
+    rolloff: f64,
+    /// PHY loop, --rf: carrier frequency offset, cycles per symbol (-0.01 to 0.01)
+    #[arg(long, value_name = "F", default_value_t = 0.0, requires = "rf",
+          allow_negative_numbers = true, value_parser = |v: &str| number_in(v, -0.01, 0.01))]
+    freq_offset: f64,
+    /// PHY loop, --rf: the band-edge FLL's loop bandwidth (0 = no FLL, up to 0.05)
+    #[arg(long, value_name = "B", default_value_t = 0.0, requires = "rf",
+          value_parser = |v: &str| number_in(v, 0.0, 0.05))]
+    fll_bandwidth: f64,
 }
 
 impl Args {
@@ -154,6 +178,7 @@ fn run(a: Args) -> Result<(), String> {
         n0: a.esn0.map(|e| 10f64.powf(-e / 10.0)),
         max_iterations: a.max_iterations as usize,
         decoder,
+        track_frequency: a.track_frequency,
     });
     let start = sync(&rx, &samples, &a, &mc)?;
     let n = frame_count(
@@ -166,6 +191,19 @@ fn run(a: Args) -> Result<(), String> {
     let totals = decode_frames(&mut rx, &samples[start..], &reference, n, &a, &mc);
     print_summary(&a, decoder, &mc, start, rx.edges(), &totals);
     Ok(())
+}
+
+/// The RF path's settings in the bench's line (null without --rf).
+fn cfg_rf_json(a: &Args) -> serde_json::Value {
+    if !a.rf {
+        return serde_json::Value::Null;
+    }
+    serde_json::json!({
+        "sps": a.sps,
+        "rolloff": a.rolloff,
+        "freq_offset": a.freq_offset,
+        "fll_bandwidth": a.fll_bandwidth,
+    })
 }
 
 /// --loop-bench: the PHY loop's figures as one JSON line.
@@ -181,6 +219,12 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
     cfg.in_flight = a.in_flight as usize;
     cfg.sigmf = a.sigmf.clone();
     cfg.per_frame_esn0 = a.per_frame_esn0 || a.one_at_a_time;
+    cfg.rf = a.rf.then_some(RfPath {
+        sps: a.sps,
+        rolloff: a.rolloff,
+        freq_offset: a.freq_offset,
+        fll_bandwidth: a.fll_bandwidth,
+    });
     let frames = a.frames.unwrap_or(100);
     let r = loop_bench::run(cfg, frames, a.one_at_a_time).map_err(|e| e.to_string())?;
     let n = r.frames as f64;
@@ -195,6 +239,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "esn0_db": esn0,
             "per_frame_esn0": a.per_frame_esn0 || a.one_at_a_time,
             "one_at_a_time": a.one_at_a_time,
+            "rf": cfg_rf_json(a),
             "in_flight": a.in_flight,
             "frames": r.frames,
             "ok": r.ok,
@@ -202,6 +247,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "bch_failed": r.bch_failed,
             "residual_errors": r.residual_errors,
             "mean_iterations": r.mean_iterations,
+            "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
             "wall_s": r.wall_s,
             "frames_per_s": r.frames_per_s(),
