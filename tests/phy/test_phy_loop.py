@@ -45,10 +45,17 @@ def test_loop_bench_over_the_rf_path() -> None:
     r = bench(
         *("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--frames", "10"),
         *("--rf", "--sps", "4", "--rolloff", "0.25", "--freq-offset", "-0.002"),
+        *("--clock-ppm", "-50"),
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["rf"] == {"sps": 4, "rolloff": 0.25, "freq_offset": -0.002, "fll_bandwidth": 0.0}
+    assert out["rf"] == {
+        "sps": 4,
+        "rolloff": 0.25,
+        "freq_offset": -0.002,
+        "fll_bandwidth": 0.0,
+        "clock_ppm": -50.0,
+    }
     assert out["ok"] >= 9 and out["residual_errors"] == 0
     assert 10.0 < out["mean_esn0_est_db"] < 12.5
 

@@ -20,9 +20,10 @@ output is BBFRAME k of the input. The last frame's tail stays in the channel unt
 arrives: the Rust side pushes filler frames when it waits (PhyLoop's flush).
 
 --rf replaces the symbol-level channel with the RF path (rf_path.py): RRC pulse shaping at --sps
-samples per symbol (--rolloff), AWGN at --esn0 and a carrier offset (--freq-offset, cycles per
-symbol) at the sample rate, and a receive front end (timing recovery, optional FLL) back to one
-sample per symbol. Pilots are required (the receiver tracks the carrier on them).
+samples per symbol (--rolloff), AWGN at --esn0, a carrier offset (--freq-offset, cycles per
+symbol) and a sample-clock offset (--clock-ppm) at the sample rate, and a receive front end
+(timing recovery, optional FLL) back to one sample per symbol. Pilots are required (the receiver
+tracks the carrier on them).
 
 --sigmf PATH also writes the IQ to PATH.sigmf-data (cf32_le) with its PATH.sigmf-meta (SigMF 1.0
 core fields): the channel's output, one sample per symbol, or with --rf the transmitted waveform
@@ -92,7 +93,7 @@ def build(args: argparse.Namespace) -> gr.top_block:
     lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
     sink = zeromq.push_sink(gr.sizeof_gr_complex, 1, args.output, 100, False, -1)
     if args.rf:
-        chan = rf_path.channel(args.esn0, args.freq_offset, args.sps, args.seed)
+        chan = rf_path.channel(args.esn0, args.freq_offset, args.clock_ppm, args.sps, args.seed)
         shape = rf_path.shaping(args.sps, args.rolloff)
         rx = rf_path.front_end(args.sps, args.rolloff, args.fll_bandwidth)
         tb.connect(src, *chain, lead, shape, chan, *rx, sink)
@@ -123,6 +124,8 @@ def check_rf_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--freq-offset {args.freq_offset} is outside [-0.01, 0.01] cycles per symbol")
     if not 0 <= args.fll_bandwidth <= 0.05:
         p.error(f"--fll-bandwidth {args.fll_bandwidth} is outside [0, 0.05]")
+    if abs(args.clock_ppm) > 200:
+        p.error(f"--clock-ppm {args.clock_ppm} is outside [-200, 200]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rolloff", type=float, default=0.2, help="--rf: 0.2, 0.25 or 0.35")
     p.add_argument("--freq-offset", type=float, default=0.0, help="--rf: cycles per symbol")
     p.add_argument("--fll-bandwidth", type=float, default=0.0, help="--rf: 0 (off) to 0.05")
+    p.add_argument("--clock-ppm", type=float, default=0.0, help="--rf: -200 to 200")
     args = p.parse_args(argv)
     tx.check_frame_args(p, args)
     check_rf_args(p, args)

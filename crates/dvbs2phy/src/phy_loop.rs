@@ -17,7 +17,7 @@
 //! `submit_at` gave it, exactly (crate::awgn says why); the receiver's LLRs use that frame's N0.
 //!
 //! RF path (`LoopConfig::rf`): the symbols pulse-shaped to a waveform, the channel at the sample
-//! rate with a carrier offset, and GNU Radio's timing recovery back to one sample per symbol
+//! rate with a carrier and a sample-clock offset, and GNU Radio's timing recovery back to one sample per symbol
 //! (gr/rf_path.py); the receiver estimates the noise and tracks the carrier frequency
 //! (`Config::track_frequency`), as it would behind a real tuner.
 //!
@@ -172,16 +172,19 @@ pub struct RfPath {
     pub freq_offset: f64,
     /// The band-edge FLL's loop bandwidth (0: no FLL, up to 0.05).
     pub fll_bandwidth: f64,
+    /// The receiver's sample clock off the transmitter's, parts per million (-200 to 200).
+    pub clock_ppm: f64,
 }
 
 impl Default for RfPath {
-    /// 4 samples per symbol, roll-off 0.2, no offset, no FLL.
+    /// 4 samples per symbol, roll-off 0.2, no offsets, no FLL.
     fn default() -> Self {
         RfPath {
             sps: 4,
             rolloff: 0.2,
             freq_offset: 0.0,
             fll_bandwidth: 0.0,
+            clock_ppm: 0.0,
         }
     }
 }
@@ -208,6 +211,12 @@ impl RfPath {
             return bad(format!(
                 "rf.fll_bandwidth {} is outside [0, 0.05]",
                 self.fll_bandwidth
+            ));
+        }
+        if self.clock_ppm.abs() > 200.0 {
+            return bad(format!(
+                "rf.clock_ppm {} is outside [-200, 200]",
+                self.clock_ppm
             ));
         }
         Ok(())
@@ -688,6 +697,8 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
             &rf.freq_offset.to_string(),
             "--fll-bandwidth",
             &rf.fll_bandwidth.to_string(),
+            "--clock-ppm",
+            &rf.clock_ppm.to_string(),
         ]);
     }
     // A loop started from a real-time thread (the emulator's direction thread, ACM's MODCOD

@@ -136,15 +136,17 @@ fn sigmf_recording() {
 #[test]
 fn rf_path_frames_come_back_through_a_carrier_offset() {
     // 8PSK 3/5 with pilots at 12 dB through the RF path (RRC at 4 samples per symbol, timing
-    // recovery) with a carrier offset of 3e-3 cycles per symbol: 4.4 turns between pilot
-    // blocks, which only the receiver's frequency tracking unwraps. The SigMF recording is the
-    // transmitted waveform at 4 samples per symbol.
+    // recovery) with a carrier offset of 3e-3 cycles per symbol (4.4 turns between pilot
+    // blocks, which only the receiver's frequency tracking unwraps) and the sample clocks
+    // 100 ppm apart (9 symbols of drift over the 12 frames, which the timing loop absorbs).
+    // The SigMF recording is the transmitted waveform at 4 samples per symbol.
     let dir = std::env::temp_dir().join(format!("dvbs2phy-rf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let base = dir.join("rf");
     let mut cfg = config(12, true, 12.0);
     cfg.rf = Some(RfPath {
         freq_offset: 3e-3,
+        clock_ppm: 100.0,
         ..RfPath::default()
     });
     cfg.sigmf = Some(base.clone());
@@ -203,6 +205,9 @@ fn rf_settings_are_checked() {
     let mut cfg = config(4, true, 5.0);
     cfg.rf = rf(|r| r.fll_bandwidth = 0.1);
     assert!(err(cfg).contains("rf.fll_bandwidth 0.1 is outside [0, 0.05]"));
+    let mut cfg = config(4, true, 5.0);
+    cfg.rf = rf(|r| r.clock_ppm = -300.0);
+    assert!(err(cfg).contains("rf.clock_ppm -300 is outside [-200, 200]"));
     let mut cfg = config(4, true, 5.0);
     cfg.rf = Some(RfPath::default());
     cfg.per_frame_esn0 = true;

@@ -129,6 +129,10 @@ struct Args {
     #[arg(long, value_name = "B", default_value_t = 0.0, requires = "rf",
           value_parser = |v: &str| number_in(v, 0.0, 0.05))]
     fll_bandwidth: f64,
+    /// PHY loop, --rf: the receiver's sample clock off the transmitter's, ppm (-200 to 200)
+    #[arg(long, value_name = "PPM", default_value_t = 0.0, requires = "rf",
+          allow_negative_numbers = true, value_parser = |v: &str| number_in(v, -200.0, 200.0))]
+    clock_ppm: f64,
 }
 
 impl Args {
@@ -203,6 +207,7 @@ fn cfg_rf_json(a: &Args) -> serde_json::Value {
         "rolloff": a.rolloff,
         "freq_offset": a.freq_offset,
         "fll_bandwidth": a.fll_bandwidth,
+        "clock_ppm": a.clock_ppm,
     })
 }
 
@@ -224,6 +229,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
         rolloff: a.rolloff,
         freq_offset: a.freq_offset,
         fll_bandwidth: a.fll_bandwidth,
+        clock_ppm: a.clock_ppm,
     });
     let frames = a.frames.unwrap_or(100);
     let r = loop_bench::run(cfg, frames, a.one_at_a_time).map_err(|e| e.to_string())?;
