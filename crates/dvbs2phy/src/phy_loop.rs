@@ -17,9 +17,9 @@
 //! `submit_at` gave it, exactly (crate::awgn says why); the receiver's LLRs use that frame's N0.
 //!
 //! RF path (`LoopConfig::rf`): the symbols pulse-shaped to a waveform, the channel at the sample
-//! rate with a carrier and a sample-clock offset, and GNU Radio's timing recovery back to one sample per symbol
-//! (gr/rf_path.py); the receiver estimates the noise and tracks the carrier frequency
-//! (`Config::track_frequency`), as it would behind a real tuner.
+//! rate with a carrier and a sample-clock offset, and GNU Radio's timing recovery back to one
+//! sample per symbol (gr/rf_path.py); the receiver estimates the noise and tracks the carrier
+//! frequency (`Config::track_frequency`), as it would behind a real tuner.
 //!
 //! ZeroMQ: the `zmq` crate (0.9), the binding of libzmq, the library gr-zeromq uses; 0.9 links
 //! Debian's libzmq (libzmq3-dev) where 0.10 compiles its own copy. The pure-Rust `zeromq` crate

@@ -198,7 +198,7 @@ fn run(a: Args) -> Result<(), String> {
 }
 
 /// The RF path's settings in the bench's line (null without --rf).
-fn cfg_rf_json(a: &Args) -> serde_json::Value {
+fn rf_json(a: &Args) -> serde_json::Value {
     if !a.rf {
         return serde_json::Value::Null;
     }
@@ -245,7 +245,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "esn0_db": esn0,
             "per_frame_esn0": a.per_frame_esn0 || a.one_at_a_time,
             "one_at_a_time": a.one_at_a_time,
-            "rf": cfg_rf_json(a),
+            "rf": rf_json(a),
             "in_flight": a.in_flight,
             "frames": r.frames,
             "ok": r.ok,
