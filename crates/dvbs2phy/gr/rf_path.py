@@ -30,7 +30,9 @@ path", which tabulates the loss per MODCOD):
 - No FLL by default: the receiver's own tracking handles offsets up to 1/90 cycle per symbol
   (the PLHEADER's halves, 45 symbols apart); the band-edge FLL, needed only beyond that, jitters
   by +-5e-4 cycle per symbol at roll-off 0.2 with a loop bandwidth of 0.002-0.01 and converges
-  over some 10^5 symbols at 0.0005 (`--fll-bandwidth`, 0 = off).
+  over some 10^5 symbols at 0.0005 (`--fll-bandwidth`, 0 = off). At 0.0005 it removes most of
+  a 5e-3 offset before the receiver (16APSK 4/5 normal frames at 12.5 dB: estimate 12.28 dB
+  against 10.19 without it, 199 of 200 frames delivered; at 0.002, 34 of 200).
 """
 
 from __future__ import annotations
