@@ -223,6 +223,13 @@ impl RfPath {
     }
 }
 
+/// The noise variance the receiver's LLRs use for a frame of channel N0 `n0`: that N0 on the
+/// symbol-level channel; behind the RF path none (estimated per frame from the known symbols, as
+/// a real receiver would: the front end's scale and loss are unknown).
+fn llr_n0(cfg: &LoopConfig, n0: f64) -> Option<f64> {
+    cfg.rf.is_none().then_some(n0)
+}
+
 /// The Es/N0 range of the loop: gr-channels' and the receiver's tested range.
 fn check_esn0(esn0_db: f64) -> Result<(), LoopError> {
     if !(-10.0..=awgn::BASE_ESN0_DB).contains(&esn0_db) {
@@ -331,13 +338,7 @@ impl PhyLoop {
             rx: Receiver::new(Config {
                 modcod: mc,
                 goldcode: cfg.goldcode as usize,
-                // Behind the RF path the symbols' scale and the front end's loss are unknown:
-                // the noise is estimated per frame, as a real receiver would.
-                n0: if cfg.rf.is_some() {
-                    None
-                } else {
-                    Some(awgn::n0_of(cfg.esn0_db))
-                },
+                n0: llr_n0(&cfg, awgn::n0_of(cfg.esn0_db)),
                 max_iterations: cfg.max_iterations,
                 decoder: cfg.decoder,
                 track_frequency: cfg.rf.is_some(),
@@ -516,8 +517,7 @@ impl PhyLoop {
                 continue;
             };
             self.top_up_noise(n0, len);
-            // Behind the RF path the receiver keeps estimating the noise (see `start`).
-            self.rx.set_n0(self.cfg.rf.is_none().then_some(n0));
+            self.rx.set_n0(llr_n0(&self.cfg, n0));
             let cpu0 = thread_cpu_s();
             let d = self
                 .rx

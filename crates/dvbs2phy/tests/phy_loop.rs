@@ -103,6 +103,23 @@ fn a_dead_flowgraph_is_reported() {
     assert!(e.to_string().contains("it exited"), "{e}");
 }
 
+/// A directory of its own for a test, removed when the test ends, passed or failed.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("dvbs2phy-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A SigMF recording's metadata and the length of its data file, bytes.
 fn sigmf_files(base: &std::path::Path) -> (serde_json::Value, u64) {
     let meta = std::fs::read_to_string(base.with_extension("sigmf-meta")).unwrap();
@@ -112,9 +129,8 @@ fn sigmf_files(base: &std::path::Path) -> (serde_json::Value, u64) {
 
 #[test]
 fn sigmf_recording() {
-    let dir = std::env::temp_dir().join(format!("dvbs2phy-sigmf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = dir.join("loop");
+    let dir = Scratch::new("sigmf");
+    let base = dir.0.join("loop");
     let mut cfg = config(4, false, 10.0);
     cfg.sigmf = Some(base.clone());
     let mc = cfg.modcod;
@@ -132,7 +148,6 @@ fn sigmf_recording() {
         data >= 8 * mc.frame_symbols() as u64 && data.is_multiple_of(8),
         "{data}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -142,9 +157,8 @@ fn rf_path_frames_come_back_through_a_carrier_offset() {
     // blocks, which only the receiver's frequency tracking unwraps) and the sample clocks
     // 100 ppm apart (about 7 symbols of drift over the 12 frames, which the timing loop absorbs).
     // The SigMF recording is the transmitted waveform at 4 samples per symbol.
-    let dir = std::env::temp_dir().join(format!("dvbs2phy-rf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = dir.join("rf");
+    let dir = Scratch::new("rf");
+    let base = dir.0.join("rf");
     let mut cfg = config(12, true, 12.0);
     cfg.rf = Some(RfPath {
         freq_offset: 3e-3,
@@ -176,7 +190,6 @@ fn rf_path_frames_come_back_through_a_carrier_offset() {
     let (meta, data) = sigmf_files(&base);
     assert_eq!(meta["global"]["core:sample_rate"], 4e6);
     assert!(data >= 8 * 4 * 12 * mc.frame_symbols() as u64, "{data}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
