@@ -414,7 +414,7 @@ impl Carrier {
 /// halves are 45 symbols apart).
 fn coarse(anchors: &[Anchor]) -> f64 {
     let (mut num, mut den) = (0.0, 0.0);
-    for a in anchors.iter().filter(|a| a.half > 0) {
+    for a in anchors {
         let h = a.half as f64;
         let w = a.slope.norm2().sqrt() * h * h;
         num += w * a.slope.arg() / h;
