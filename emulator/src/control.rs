@@ -879,6 +879,7 @@ mod tests {
             classes: Vec::new(),
             dama: None,
             terminals: Vec::new(),
+            carrier_useful_rate_bps: None,
         };
         let mut r = s.clone();
         r.direction = Dir::Return;
@@ -963,6 +964,7 @@ mod tests {
             classes: vec![class("ef", 10, 5.0), class("bulk", 100, 25000.0)],
             dama: None,
             terminals: Vec::new(),
+            carrier_useful_rate_bps: None,
         };
         let mut r = s.clone();
         r.direction = Dir::Return;

@@ -394,6 +394,7 @@ mod tests {
             classes: Vec::new(),
             dama: None,
             terminals: Vec::new(),
+            carrier_useful_rate_bps: None,
         }
     }
 

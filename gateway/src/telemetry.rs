@@ -1,7 +1,8 @@
 //! The link telemetry client: reads the emulator's telemetry stream (docs/emulator-contract.md:
 //! newline-delimited JSON on a Unix stream socket) and feeds
 //! - the egress pacing rate and the IP-ERN capacity (status records of the egress direction:
-//!   `useful_rate_bps`),
+//!   `useful_rate_bps`; facing a beam, the carrier's `carrier_useful_rate_bps`: the gateway
+//!   feeds the whole carrier, whose terminals' queues and scheduler are the emulator's),
 //! - CETEN corruption survival of the incoming link (events of the incoming direction: `delivered`
 //!   = survived, `corrupted`/`erased` = not; needs `telemetry.events: all` on the emulator),
 //! - CETEN congestion survival of the egress link (`queue_drop` events of the egress direction),
@@ -81,7 +82,10 @@ fn link_status(sh: &Shared, dir: Dir, rec: &TelemetryLine) {
     let TelemetryLine::Telemetry(s) = rec else {
         return;
     };
-    let rate = s.status.useful_rate_bps;
+    let rate = s
+        .status
+        .carrier_useful_rate_bps
+        .unwrap_or(s.status.useful_rate_bps);
     let mut st = sh.link_status.lock().expect("status lock");
     if dir.as_str() == sh.cfg.role.egress_direction() {
         let old = sh.egress_useful_bps.get();
@@ -182,8 +186,12 @@ mod tests {
             classes: Vec::new(),
             dama: None,
             terminals: Vec::new(),
+            carrier_useful_rate_bps: None,
         };
-        let line = TelemetryLine::Telemetry(linkmodel::records::StatusLine { t_ms: 1.0, status });
+        let line = TelemetryLine::Telemetry(Box::new(linkmodel::records::StatusLine {
+            t_ms: 1.0,
+            status,
+        }));
         serde_json::to_string(&line).unwrap()
     }
 
@@ -230,5 +238,20 @@ mod tests {
         assert_eq!(sh.congestion.lock().unwrap().estimate, 0.5);
         handle_line(&sh, &mut n, "not json");
         assert_eq!(sh.c.telemetry_errors.load(Ordering::Relaxed), 1);
+    }
+
+    /// Facing a beam the gateway feeds the whole carrier: it paces to the carrier's rate, not to
+    /// the first terminal's (which the status's top-level `useful_rate_bps` is).
+    #[test]
+    fn a_beam_is_paced_at_its_carrier_rate() {
+        let cfg = Config::from_yaml_str("role: gw\nports: {inside: a, outside: b}\n").unwrap();
+        let sh = Shared::new(cfg);
+        let mut n = Notifier::new(&sh.cfg.eten);
+        let mut line: serde_json::Value =
+            serde_json::from_str(&status_line(Dir::Forward, 15e6)).unwrap();
+        line["carrier_useful_rate_bps"] = 21e6.into();
+        handle_line(&sh, &mut n, &line.to_string());
+        assert_eq!(sh.egress_useful_bps.get(), 21e6);
+        assert!((sh.pacing_rate_bps().unwrap() - 21e6 * 0.97).abs() < 1e-6);
     }
 }

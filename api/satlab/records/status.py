@@ -233,6 +233,12 @@ class DirectionStatus(TypedDict):
     """
     Long-run average BER of the bit-error model (0 for none or an error-pattern file).
     """
+    carrier_useful_rate_bps: NotRequired[float | None]
+    """
+    A forward beam's carrier: the mean useful rate of the frames it sent (their MODCODs'
+    data-field rates weighted by airtime, over about the last 100 ms of airtime), bit/s: what
+    the beam carries with the terminals the scheduler serves now. Absent without a beam.
+    """
     classes: NotRequired[list[ClassStatus]]
     """
     Per-class queues (`queue.classes`), in configuration order; absent without classes.

@@ -39,6 +39,11 @@ use packet::ethernet::{ethertype, insert_vlan_tag, VlanTag};
 /// well under any telemetry period, and 1000 idle terminals cost 100 polls per ms at most.
 const IDLE_SWEEP_NS: u64 = 10_000_000;
 
+/// Time constant of the carrier's useful rate (`carrier_useful_rate_bps`), ns of airtime: long
+/// against a frame (0.1-10 ms) so a round over many terminals averages out, short against a rain
+/// fade's MODCOD changes (seconds), and under a gateway's telemetry period.
+const CARRIER_RATE_WINDOW_NS: f64 = 100e6;
+
 /// Checks `forward.beam` (and that `return` has none): the terminals' fields, then each
 /// terminal's link is built (its files loaded).
 pub(crate) fn validate(cfg: &LinkConfig) -> Result<(), ConfigError> {
@@ -123,6 +128,10 @@ pub struct Beam {
     pieces: Vec<usize>,
     /// End of the last frame: the carrier is free from then on.
     carrier_free_ns: u64,
+    /// The carrier's useful rate: data-field bits and airtime of the frames sent, each decayed by
+    /// exp(-airtime / [`CARRIER_RATE_WINDOW_NS`]) (see [`Beam::carrier_sent`]).
+    carrier_bits: f64,
+    carrier_air_ns: f64,
     delivered_due: Vec<u64>,
 }
 
@@ -160,6 +169,8 @@ impl Beam {
             on_air: None,
             pieces: Vec::new(),
             carrier_free_ns: 0,
+            carrier_bits: 0.0,
+            carrier_air_ns: 0.0,
             delivered_due: Vec::new(),
         };
         beam.input_slack_ns = beam.least_input_slack_ns();
@@ -297,7 +308,9 @@ impl Beam {
     pub fn status(&self, now_ns: u64) -> DirectionStatus {
         let terms = self.terms.iter();
         let view = terms.map(|t| (t.name.as_str(), &t.link, t.frames));
-        terminal_links::status(now_ns, view)
+        let mut st = terminal_links::status(now_ns, view);
+        st.carrier_useful_rate_bps = Some(self.carrier_rate_bps(st.useful_rate_bps));
+        st
     }
 
     /// Live change at `now_ns`, applied to the terminal `cmd.terminal` names, or to every
@@ -357,11 +370,7 @@ impl Beam {
             return;
         };
         let pf = self.policy == BeamPolicy::ProportionalFair;
-        let served = if pf {
-            self.terms[k].link.rate_bps(t_ns)
-        } else {
-            0.0
-        };
+        let rate = self.terms[k].link.rate_bps(t_ns);
         self.rr_next = (k + 1) % self.terms.len();
         self.terms[k].frames += 1;
         let (end, modcod, room) = self.terms[k].link.start_granted(t_ns);
@@ -374,8 +383,31 @@ impl Beam {
         if self.mixed {
             self.fill(k, t_ns, end, modcod, room);
         }
+        let air_ns = (end - t_ns) as f64;
+        self.carrier_sent(air_ns, rate);
         if pf {
-            self.served(k, (end - t_ns) as f64, served);
+            self.served(k, air_ns, rate);
+        }
+    }
+
+    /// A frame of `air_ns` at a MODCOD of `rate_bps` went on the air: into the carrier's rate.
+    /// The rate counts the frame's whole data field (what the carrier could carry at the MODCODs
+    /// its scheduler picks now), not the bytes that filled it, so a lightly loaded beam reports
+    /// its capacity and a gateway pacing to it is not held to the load it already has.
+    fn carrier_sent(&mut self, air_ns: f64, rate_bps: f64) {
+        let keep = (-air_ns / CARRIER_RATE_WINDOW_NS).exp();
+        self.carrier_bits = keep * self.carrier_bits + rate_bps * air_ns * 1e-9;
+        self.carrier_air_ns = keep * self.carrier_air_ns + air_ns;
+    }
+
+    /// The carrier's useful rate, bit/s: the airtime-weighted mean of the MODCOD rates of the
+    /// frames it sent over about the last [`CARRIER_RATE_WINDOW_NS`] of airtime (an idle carrier
+    /// keeps its last value); before the first frame, the first terminal's rate.
+    fn carrier_rate_bps(&self, first_terminal_bps: f64) -> f64 {
+        if self.carrier_air_ns > 0.0 {
+            self.carrier_bits / (self.carrier_air_ns * 1e-9)
+        } else {
+            first_terminal_bps
         }
     }
 
@@ -534,6 +566,33 @@ mod tests {
         // Each full frame carries its MODCOD's data field: bytes per frame differ, not frames.
         assert!(c.sent_bytes > f.sent_bytes);
         assert!(c.counters.delivered_bytes > f.counters.delivered_bytes);
+    }
+
+    /// The carrier's rate is what its frames carried per airtime, between its terminals' rates
+    /// with both backlogged (the first terminal's alone before any frame, the faded one's with
+    /// only it backlogged).
+    #[test]
+    fn carrier_rate_is_the_airtime_mean_of_the_frames_sent() {
+        let terminals = "[{name: clear, prefixes: [10.0.2.1/32]}, \
+              {name: faded, prefixes: [10.0.2.2], attenuation: {type: constant, value_db: 8}}]";
+        let mut b = beam("round_robin", terminals);
+        let idle = b.status(0);
+        assert_eq!(idle.carrier_useful_rate_bps, Some(idle.useful_rate_bps));
+        let t = run_backlogged(&mut b, 2000, 200_000_000);
+        let air = |s: &TerminalStatus| s.sent_bytes as f64 * 8.0 / s.useful_rate_bps;
+        let want = (t[0].sent_bytes + t[1].sent_bytes) as f64 * 8.0 / (air(&t[0]) + air(&t[1]));
+        let got = b.status(200_000_000).carrier_useful_rate_bps.unwrap();
+        assert!((got / want - 1.0).abs() < 0.02, "{got} vs {want}");
+        assert!(t[1].useful_rate_bps < got && got < t[0].useful_rate_bps);
+
+        let mut b = beam("round_robin", terminals);
+        for _ in 0..2000 {
+            b.enqueue(0, packet(2));
+        }
+        b.poll(100_000_000, &mut Vec::new());
+        let st = b.status(100_000_000);
+        let faded = st.terminals[1].useful_rate_bps;
+        assert!((st.carrier_useful_rate_bps.unwrap() / faded - 1.0).abs() < 1e-9);
     }
 
     #[test]

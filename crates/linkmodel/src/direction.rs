@@ -372,6 +372,7 @@ impl Direction {
             classes: self.queue.class_status(),
             dama: self.scheduler.dama_status(),
             terminals: Vec::new(),
+            carrier_useful_rate_bps: None,
         }
     }
 

@@ -41,7 +41,7 @@ impl EventKind {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TelemetryLine {
     /// A direction's status: periodically and whenever its MODCOD changes.
-    Telemetry(StatusLine),
+    Telemetry(Box<StatusLine>),
     /// One packet's outcome (`telemetry.events`: `losses` or `all`).
     Event(EventLine),
 }

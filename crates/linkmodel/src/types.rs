@@ -146,6 +146,11 @@ pub struct DirectionStatus {
     /// first terminal's, the queue and counters the sum over the terminals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terminals: Vec<TerminalStatus>,
+    /// A forward beam's carrier: the mean useful rate of the frames it sent (their MODCODs'
+    /// data-field rates weighted by airtime, over about the last 100 ms of airtime), bit/s: what
+    /// the beam carries with the terminals the scheduler serves now. Absent without a beam.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier_useful_rate_bps: Option<f64>,
 }
 
 /// One terminal of a beam (forward or return): its link now and what the carrier sent it.

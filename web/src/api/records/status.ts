@@ -31,6 +31,12 @@ export interface DirectionStatus {
    */
   ber: number;
   /**
+   * A forward beam's carrier: the mean useful rate of the frames it sent (their MODCODs'
+   * data-field rates weighted by airtime, over about the last 100 ms of airtime), bit/s: what
+   * the beam carries with the terminals the scheduler serves now. Absent without a beam.
+   */
+  carrier_useful_rate_bps?: number | null;
+  /**
    * Per-class queues (`queue.classes`), in configuration order; absent without classes.
    */
   classes?: ClassStatus[];
