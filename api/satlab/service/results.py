@@ -54,6 +54,7 @@ LINK_FIELDS = (
     "esn0_db",
     "attenuation_db",
     "useful_rate_bps",
+    "carrier_useful_rate_bps",  # a forward beam's carrier (useful_rate_bps is its first terminal's)
     "queue_packets",
     "queue_bytes",
 )

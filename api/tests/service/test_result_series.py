@@ -102,6 +102,14 @@ def _record(t: float, direction: str, terminals: list[dict[str, Any]]) -> dict[s
     return {"t": t, "direction": direction, "queue_packets": 0, "terminals": terminals}
 
 
+def test_a_beam_has_its_carrier_rate_beside_the_first_terminals() -> None:
+    fwd = _record(0.1, "forward", [_terminal("clear", 27, 4, None)])
+    fwd |= {"useful_rate_bps": 15e6, "carrier_useful_rate_bps": 21e6}
+    s = series_of({"timeseries": {"link": [fwd]}})
+    assert s["link.forward.useful_rate_bps"] == ([0.1], [15e6])
+    assert s["link.forward.carrier_useful_rate_bps"] == ([0.1], [21e6])
+
+
 def test_each_beam_terminal_gets_its_link_and_its_dama_grant() -> None:
     record = _record
     doc = {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../api/types.ts';
 import { addLiveEvent, connKey, emptyLive, latestTcp, tcpColumn } from './live.ts';
 
-function ev(at: string, bytes: number, modcod: number | null): RunEvent {
+/** `carrier`: a beam's carrier rate (the status's carrier_useful_rate_bps). */
+function ev(at: string, bytes: number, modcod: number | null, carrier?: number): RunEvent {
   return {
     id: 1,
     run_id: 1,
@@ -18,6 +19,7 @@ function ev(at: string, bytes: number, modcod: number | null): RunEvent {
         esn0_db: 12.5,
         attenuation_db: 3,
         useful_rate_bps: 8e6,
+        ...(carrier === undefined ? {} : { carrier_useful_rate_bps: carrier }),
         delay_ms: 250,
         ber: 0,
         queue_packets: 17,
@@ -42,6 +44,12 @@ describe('live samples', () => {
     expect(s.samples[1]?.throughputBps).toBe(1_000_000);
     expect(s.samples[1]?.modcod).toBe(22);
     expect(s.samples[1]?.queuePackets).toBe(17);
+  });
+
+  it("shows a beam's carrier rate, not its first terminal's", () => {
+    expect(addLiveEvent(emptyLive(), ev('2026-11-22T06:18:27.000Z', 0, 28)).samples[0]?.usefulRateBps).toBe(8e6);
+    const s = addLiveEvent(emptyLive(), ev('2026-11-22T06:18:27.000Z', 0, 28, 21e6));
+    expect(s.samples[0]?.usefulRateBps).toBe(21e6);
   });
 
   it('ignores events without the emulator status', () => {

@@ -54,7 +54,8 @@ export function addLiveEvent(s: LiveState, ev: RunEvent): LiveState {
   const sample: LiveSample = {
     t: at - t0,
     throughputBps: thr,
-    usefulRateBps: fwd.useful_rate_bps,
+    // A beam's delivered bytes are the whole carrier's: beside them its carrier's rate.
+    usefulRateBps: fwd.carrier_useful_rate_bps ?? fwd.useful_rate_bps,
     modcod: fwd.modcod?.id ?? null,
     esn0Db: fwd.esn0_db,
     queuePackets: fwd.queue_packets,

@@ -48,6 +48,8 @@ export function chartDefs(series: SeriesInfo[]): ChartDef[] {
       series: [
         ...conns.map((c) => ({ name: `tcp.${c}.delivery_rate_bps`, label: `${c} delivery rate`, scale: 1e-6 })),
         { name: 'link.forward.useful_rate_bps', label: 'link useful rate', scale: 1e-6 },
+        // A beam: the carrier's (the line above is then its first terminal's).
+        { name: 'link.forward.carrier_useful_rate_bps', label: 'carrier useful rate', scale: 1e-6 },
       ],
     },
     { key: 'cwnd', title: 'Congestion window', yLabel: 'packets', series: conns.map((c) => ({ name: `tcp.${c}.cwnd`, label: `${c} cwnd` })) },
