@@ -22,6 +22,7 @@ STATUS = {
     "useful_rate_bps": 5e7,
     "esn0_db": 12.0,
     "terminals": TERMINALS,
+    "carrier_useful_rate_bps": 3e7,
 }
 RETURN_STATUS = {"type": "telemetry", "t_ms": 1.0, "direction": "return", "useful_rate_bps": 2e6}
 
@@ -37,6 +38,7 @@ def test_a_terminals_entry_replaces_the_links_fields_and_other_lines_pass() -> N
     rainy = terminal_status(STATUS, "rainy")
     assert (rainy["useful_rate_bps"], rainy["esn0_db"], rainy["modcod"]) == (1e7, 3.0, {"id": 4})
     assert "terminals" not in rainy and rainy["direction"] == "forward"
+    assert "carrier_useful_rate_bps" not in rainy  # the beam's whole carrier is not its link
     assert terminal_status(RETURN_STATUS, "rainy") is RETURN_STATUS
 
 

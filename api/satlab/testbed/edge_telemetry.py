@@ -78,11 +78,12 @@ def views(names: list[str], counts: list[int], directory: Path) -> list[EdgeView
 
 def terminal_status(line: dict[str, Any], name: str) -> dict[str, Any]:
     """A status line as terminal `name` sees its link: its own entry's fields in place of the
-    link's where the line has per-terminal entries, else the line unchanged."""
+    link's where the line has per-terminal entries (and no carrier rate: a gateway would take it
+    for its own link's), else the line unchanged."""
     entry = next((t for t in line.get("terminals") or [] if t.get("name") == name), None)
     if entry is None:
         return line
-    out = {k: v for k, v in line.items() if k != "terminals"}
+    out = {k: v for k, v in line.items() if k not in ("terminals", "carrier_useful_rate_bps")}
     out.update({k: entry[k] for k in TERMINAL_FIELDS if k in entry})
     return out
 
