@@ -114,9 +114,29 @@ class PepNet:
         """peer.py client command in `role`'s namespace; its JSON line."""
         argv = ["ip", "netns", "exec", self.ns(role), sys.executable, str(PEER), *map(str, args)]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.returncode == 0, r.stderr[-2000:] + self.pep_state()
         out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
         return out
+
+    def pep_state(self) -> str:
+        """Each PEP's counters and newest connection records, and the emulator's counters: what
+        a failed transfer's message needs to tell a PEP fault from a link fault."""
+        parts = []
+        for edge in self.edges:
+            try:
+                counters = self.pep_get(edge, "/status")["counters"]
+                conns = self.pep_get(edge, "/connections")["connections"][-4:]
+                parts.append(f"\nPEP at {edge}: {counters}\n  newest connections: {conns}")
+            except (AssertionError, subprocess.SubprocessError, ValueError, KeyError) as e:
+                parts.append(f"\nPEP at {edge}: unreadable ({e})")
+        emu = subprocess.run(
+            ["ip", "netns", "exec", self.ns("emu"), "curl", "-sf", "http://127.0.0.1:8781/status"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        parts.append(f"\nemulator status: {emu.stdout[-3000:] or emu.stderr}")
+        return "".join(parts)
 
     def pep_get(self, role: str, path: str) -> dict[str, Any]:
         """GET on the PEP's HTTP endpoint inside the edge namespace."""
