@@ -136,6 +136,17 @@ class PepNet:
             timeout=10,
         )
         parts.append(f"\nemulator status: {emu.stdout[-3000:] or emu.stderr}")
+        # The link flips bits in ARP frames too (a non-IP frame is all payload to it): a flipped
+        # sender address would leave an edge sending to a MAC nobody has (compare with `link`).
+        for role in ("gw", "st"):
+            for what in (["neigh", "show"], ["-br", "link"]):
+                out = subprocess.run(
+                    ["ip", "netns", "exec", self.ns(role), "ip", *what],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                parts.append(f"\n{role} ip {' '.join(what)}: {out.stdout.strip()}")
         return "".join(parts)
 
     def pep_get(self, role: str, path: str) -> dict[str, Any]:
