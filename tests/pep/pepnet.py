@@ -129,35 +129,25 @@ class PepNet:
                 parts.append(f"\nPEP at {edge}: {counters}\n  newest connections: {conns}")
             except (AssertionError, subprocess.SubprocessError, ValueError, KeyError) as e:
                 parts.append(f"\nPEP at {edge}: unreadable ({e})")
-        emu = subprocess.run(
-            ["ip", "netns", "exec", self.ns("emu"), "curl", "-sf", "http://127.0.0.1:8781/status"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        emu = self.in_ns("emu", "curl", "-sf", "http://127.0.0.1:8781/status")
         parts.append(f"\nemulator status: {emu.stdout[-3000:] or emu.stderr}")
         # The link flips bits in ARP frames too (a non-IP frame is all payload to it): a flipped
         # sender address would leave an edge sending to a MAC nobody has (compare with `link`).
         for role in ("gw", "st"):
             for what in (["neigh", "show"], ["-br", "link"]):
-                out = subprocess.run(
-                    ["ip", "netns", "exec", self.ns(role), "ip", *what],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                )
+                out = self.in_ns(role, "ip", *what)
                 parts.append(f"\n{role} ip {' '.join(what)}: {out.stdout.strip()}")
         return "".join(parts)
+
+    def in_ns(self, role: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        """A short command in `role`'s namespace (10 s at most), its output captured."""
+        cmd = ["ip", "netns", "exec", self.ns(role), *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10)
 
     def pep_get(self, role: str, path: str) -> dict[str, Any]:
         """GET on the PEP's HTTP endpoint inside the edge namespace."""
         url = urllib.parse.urljoin(f"http://{edge_pep.HTTP_LISTEN}", path)
-        r = subprocess.run(
-            ["ip", "netns", "exec", self.ns(role), "curl", "-sf", url],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        r = self.in_ns(role, "curl", "-sf", url)
         assert r.returncode == 0, r.stderr
         out: dict[str, Any] = json.loads(r.stdout)
         return out
