@@ -30,7 +30,8 @@
 //! (TCP data offset x 4, UDP / ICMP 8 bytes); payload (the rest, and everything of a non-IP
 //! packet). A packet hit in several regions reports the most significant (IP header, then
 //! transport header, then payload). With Oracle ETEN on, a hit also carries the TCP segment key
-//! read before the flips (`segment.rs`).
+//! read before the flips (`segment.rs`). A hit non-IP frame (ARP) is lost whatever the action
+//! (`carries_ip`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -135,6 +136,19 @@ pub fn link_header(frame: &[u8]) -> (usize, Option<u16>) {
         None if frame.len() < ethernet::HEADER_LEN => (ethernet::HEADER_LEN, None),
         None => (ethernet::HEADER_LEN, Some(eth.ethertype())),
     }
+}
+
+/// Whether a frame carries an IPv4 or IPv6 packet (its EtherType, which bit errors never reach).
+/// Only those are delivered with bit errors: anything else (ARP) is lost when hit. ARP has no
+/// checksum, so a flipped bit in a reply's sender address would be believed and leave the hosts
+/// behind the link sending to a wrong MAC address until the neighbour entry expires (tens of
+/// seconds of stall); an Ethernet receiver's FCS check drops such a frame, and the errors this
+/// stage models are the IP packets' (the papers' links carry IP, no address resolution).
+fn carries_ip(frame: &[u8]) -> bool {
+    matches!(
+        link_header(frame).1,
+        Some(ethernet::ethertype::IPV4 | ethernet::ethertype::IPV6)
+    )
 }
 
 /// Ethernet header length of a frame (14, or 18 with one VLAN tag).
@@ -313,11 +327,11 @@ impl BitErrors {
                 frame,
                 corrupted: None,
             },
-            (Some(h), CorruptionAction::Deliver) => Outcome::Deliver {
+            (Some(h), CorruptionAction::Deliver) if carries_ip(&frame) => Outcome::Deliver {
                 frame,
                 corrupted: Some(h),
             },
-            (Some(h), CorruptionAction::Drop) => Outcome::Lost {
+            (Some(h), _) => Outcome::Lost {
                 frame,
                 cause: LossCause::Corruption(h),
             },
@@ -514,6 +528,29 @@ mod tests {
         assert_eq!(header_bounds(&u), (42, 50));
         let arp = vec![0u8; 60];
         assert_eq!(header_bounds(&arp), (14, 14));
+    }
+
+    #[test]
+    fn a_hit_non_ip_frame_is_lost_whatever_the_action() {
+        let mut c = cfg(BitErrorModel::Uniform);
+        c.ber = 0.5;
+        let mut be = BitErrors::build(&c, Rng::new(1), "f").unwrap();
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert!(matches!(
+            be.pass(arp),
+            Outcome::Lost {
+                cause: LossCause::Corruption(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            be.pass(tcp_frame(100)),
+            Outcome::Deliver {
+                corrupted: Some(_),
+                ..
+            }
+        ));
     }
 
     #[test]
