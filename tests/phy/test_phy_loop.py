@@ -68,3 +68,26 @@ def test_loop_bench_refuses_rf_settings_it_cannot_run() -> None:
     assert r.returncode == 2 and "0.3 is not one of 0.2, 0.25, 0.35" in r.stderr
     r = bench(*base, "--pilots", "--freq-offset", "0.05")
     assert r.returncode == 2 and "0.05 is outside [-0.01, 0.01]" in r.stderr
+
+
+def test_loop_bench_finds_the_frames_after_an_underrun() -> None:
+    # 16470 samples, 2.9 frames (8PSK 3/5 short with pilots: 5598 symbols), dropped from the
+    # middle of the stream: the loop finds the next PLHEADER, the frames cut count as lost or
+    # erased, every frame delivered is the one sent with its number (no residual error).
+    r = bench(
+        *("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--frames", "20"),
+        *("--in-flight", "20", "--underrun-at", "40000", "--underrun-samples", "16470"),
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["resyncs"] == 1 and out["residual_errors"] == 0
+    assert out["ok"] + out["lost"] + out["ldpc_not_converged"] + out["bch_failed"] == 20
+    assert 16 <= out["ok"] <= 17 and out["lost"] >= 2
+
+
+def test_loop_bench_refuses_an_empty_underrun() -> None:
+    base = ("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12")
+    r = bench(*base, "--underrun-at", "100", "--underrun-samples", "0")
+    assert r.returncode != 0 and "underrun.samples 0 is outside [1, 1e7]" in r.stderr
+    r = bench(*base, "--underrun-at", "100")
+    assert r.returncode == 2 and "--underrun-samples" in r.stderr

@@ -30,6 +30,10 @@ core fields): the channel's output, one sample per symbol, or with --rf the tran
 (before the channel, --sps samples per symbol, sample rate --symbol-rate x --sps), which an SDR
 can transmit as it is.
 
+--underrun-at N --underrun-samples D drops D samples once, from sample N of the stream after the
+channel (at the sample rate on the RF path, before the front end): an SDR's underrun or dropped
+USB buffer, emulated (underrun.py); the Rust side then searches the next PLHEADER.
+
 Prints one JSON line on stdout once the flowgraph runs ({"ready": true, ...}); exits when stdin
 closes (the Rust side's end). Debian's gnuradio imports only in /usr/bin/python3.
 """
@@ -51,6 +55,7 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "emulator" / "phy"))
 import dvbs2_tx as tx  # noqa: E402
 import rf_path  # noqa: E402
+import underrun  # noqa: E402
 
 
 def sigmf_meta(args: argparse.Namespace, geo: dict[str, int]) -> dict[str, object]:
@@ -92,15 +97,21 @@ def build(args: argparse.Namespace) -> gr.top_block:
     chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
     lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
     sink = zeromq.push_sink(gr.sizeof_gr_complex, 1, args.output, 100, False, -1)
+    # An emulated SDR underrun after the channel (before the front end on the RF path).
+    gap = [underrun.Underrun(args.underrun_at, args.underrun_samples)]
+    gap = gap if args.underrun_samples > 0 else []
+    # A Python block must stay referenced from Python while the flowgraph runs (else it is
+    # collected and the scheduler calls into freed memory: a segmentation fault).
+    tb.keep = gap
     if args.rf:
         chan = rf_path.channel(args.esn0, args.freq_offset, args.clock_ppm, args.sps, args.seed)
         shape = rf_path.shaping(args.sps, args.rolloff)
         rx = rf_path.front_end(args.sps, args.rolloff, args.fll_bandwidth)
-        tb.connect(src, *chain, lead, shape, chan, *rx, sink)
+        tb.connect(src, *chain, lead, shape, chan, *gap, *rx, sink)
         recorded = shape
     else:
         chan = tx.awgn_channel(10 ** (-args.esn0 / 10), 0.0, args.seed)
-        tb.connect(src, *chain, lead, chan, sink)
+        tb.connect(src, *chain, lead, chan, *gap, sink)
         recorded = chan
     if args.sigmf:
         data = blocks.file_sink(gr.sizeof_gr_complex, args.sigmf + ".sigmf-data", False)
@@ -128,6 +139,13 @@ def check_rf_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--clock-ppm {args.clock_ppm} is outside [-200, 200]")
 
 
+def check_underrun_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if not 0 <= args.underrun_at <= 10**9:
+        p.error(f"--underrun-at {args.underrun_at} is outside [0, 1e9] samples")
+    if not 0 <= args.underrun_samples <= 10**7:
+        p.error(f"--underrun-samples {args.underrun_samples} is outside [0, 1e7]")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -145,9 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--freq-offset", type=float, default=0.0, help="--rf: cycles per symbol")
     p.add_argument("--fll-bandwidth", type=float, default=0.0, help="--rf: 0 (off) to 0.05")
     p.add_argument("--clock-ppm", type=float, default=0.0, help="--rf: -200 to 200")
+    p.add_argument(
+        "--underrun-at",
+        type=int,
+        default=0,
+        help="emulated SDR underrun: drop samples from this one on (after the channel)",
+    )
+    p.add_argument(
+        "--underrun-samples", type=int, default=0, help="how many samples it drops (0: none)"
+    )
     args = p.parse_args(argv)
     tx.check_frame_args(p, args)
     check_rf_args(p, args)
+    check_underrun_args(p, args)
     try:
         geo = tx.geometry(args.modcod, args.frame, args.pilots)
     except ValueError as err:

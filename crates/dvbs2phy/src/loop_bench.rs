@@ -58,8 +58,12 @@ pub struct BenchResult {
     pub bch_failed: usize,
     /// Delivered with bits that differ from those sent (BCH miscorrection).
     pub residual_errors: usize,
+    /// Reported lost (`Erasure::Lost`: samples dropped, or not identified after a resync).
+    pub lost: usize,
+    /// Times the loop lost the frame alignment and found it again (`PhyLoop::resyncs`).
+    pub resyncs: u64,
     pub mean_iterations: f64,
-    /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames, dB.
+    /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames decoded, dB.
     pub mean_esn0_est_db: f64,
     /// Start of the first push to the last frame decoded, s (the flowgraph's start excluded).
     pub wall_s: f64,
@@ -116,8 +120,9 @@ pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchR
         iterations += tally(&mut r, &mut lp, &mut sent)?;
     }
     r.wall_s = t0.elapsed().as_secs_f64();
+    r.resyncs = lp.resyncs();
     r.mean_iterations = iterations as f64 / r.frames.max(1) as f64;
-    r.mean_esn0_est_db /= r.frames.max(1) as f64;
+    r.mean_esn0_est_db /= (r.frames - r.lost).max(1) as f64;
     Ok(r)
 }
 
@@ -132,12 +137,15 @@ fn tally(
     let want = sent.pop_front().expect("a frame sent per frame back");
     r.decode_s += got.decode_s;
     r.decode_cpu_s += got.cpu_s;
-    r.mean_esn0_est_db += got.esn0_est_db;
+    if got.outcome != Err(Erasure::Lost) {
+        r.mean_esn0_est_db += got.esn0_est_db;
+    }
     match got.outcome {
         Ok(bb) if bb == want => r.ok += 1,
         Ok(_) => r.residual_errors += 1,
         Err(Erasure::LdpcNotConverged) => r.ldpc_not_converged += 1,
         Err(Erasure::BchFailed) => r.bch_failed += 1,
+        Err(Erasure::Lost) => r.lost += 1,
     }
     r.frames += 1;
     Ok(got.iterations)

@@ -5,8 +5,10 @@
 //! The flowgraph is one process per MODCOD, frame size, pilots and Es/N0, kept running; frames go
 //! to it over a ZeroMQ PUSH socket (K_bch bytes, one bit each) and its IQ comes back over a PULL
 //! socket as one stream of complex64 samples, in input order. Frame k of the output is the k-th
-//! frame pushed: `PhyLoop` keeps the pushed frames in a queue, finds the first PLHEADER once and
-//! cuts the stream into PLFRAMEs. Up to `in_flight` frames are pushed ahead, so the flowgraph
+//! frame pushed: `PhyLoop` keeps the pushed frames in a queue, finds the first PLHEADER and
+//! cuts the stream into PLFRAMEs, checking every frame's successor's PLHEADER: where samples
+//! were lost (an SDR underrun) it finds the next PLHEADER and tells by the decoded BBFRAME which
+//! pushed frame the stream is at (`settle`). Up to `in_flight` frames are pushed ahead, so the flowgraph
 //! encodes the next frames while this thread decodes (the transmitter is several times faster
 //! than the decoder, which is then never idle). The channel's resampler holds a frame's last
 //! samples until more input comes: when the IQ stops while frames are outstanding, filler frames
@@ -38,13 +40,19 @@ use crate::constellation::C64;
 use crate::cpu::thread_cpu_s;
 use crate::iq;
 use crate::modcod::ModCod;
-use crate::receiver::{Config, Decoder, Receiver};
+use crate::receiver::{Config, Decoder, Delivered, Receiver};
 
 /// Debian's python with gnuradio (the only interpreter that imports it).
 pub const GR_PYTHON: &str = "/usr/bin/python3";
 
 /// How long the IQ may stop, frames outstanding, before a filler frame is pushed.
 const FLUSH_AFTER: Duration = Duration::from_millis(20);
+
+/// The PLHEADER quality (`Receiver::header_quality`) below which the frame at the front is
+/// suspect and the stream is searched again. Noise alone scores 0.13 +- 0.05, a PLHEADER
+/// 1/sqrt(1 + N0) (0.58 at -3 dB, 0.30 at -10 dB): a suspect header that the search finds where
+/// it was is kept (a false alarm costs one search, never a frame).
+const HEADER_QUALITY: f64 = 0.3;
 
 /// What went wrong, naming the part that failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +107,9 @@ pub struct LoopConfig {
     /// The RF path instead of the symbol-level channel (needs pilots; not with
     /// `per_frame_esn0`).
     pub rf: Option<RfPath>,
+    /// An SDR underrun, emulated in the flowgraph (gr/underrun.py): samples dropped once after
+    /// the channel, to test the per-frame PLHEADER search.
+    pub underrun: Option<Underrun>,
     /// The flowgraph script and its interpreter.
     pub script: PathBuf,
     pub python: PathBuf,
@@ -122,6 +133,7 @@ impl LoopConfig {
             in_flight: 4,
             sigmf: None,
             rf: None,
+            underrun: None,
             script: Path::new(env!("CARGO_MANIFEST_DIR")).join("gr/dvbs2_loop.py"),
             python: PathBuf::from(GR_PYTHON),
             timeout: Duration::from_secs(30),
@@ -150,6 +162,9 @@ impl LoopConfig {
                         .into(),
                 ));
             }
+        }
+        if let Some(u) = &self.underrun {
+            u.check()?;
         }
         if self.goldcode > 262_141 {
             return Err(LoopError::Unsupported(format!(
@@ -223,6 +238,35 @@ impl RfPath {
     }
 }
 
+/// Samples dropped once from the stream after the channel (at the sample rate on the RF path,
+/// before the front end), as an SDR loses them when a USB buffer is dropped: the stream goes on
+/// without its frame alignment and the loop must find the next PLHEADER.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Underrun {
+    /// The first sample dropped, counted from the stream's start (0 to 1e9).
+    pub at_sample: u64,
+    /// How many (1 to 1e7).
+    pub samples: u64,
+}
+
+impl Underrun {
+    fn check(&self) -> Result<(), LoopError> {
+        if self.at_sample > 1_000_000_000 {
+            return Err(LoopError::Unsupported(format!(
+                "underrun.at_sample {} is outside [0, 1e9]",
+                self.at_sample
+            )));
+        }
+        if !(1..=10_000_000).contains(&self.samples) {
+            return Err(LoopError::Unsupported(format!(
+                "underrun.samples {} is outside [1, 1e7]",
+                self.samples
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The noise variance the receiver's LLRs use for a frame of channel N0 `n0`: that N0 on the
 /// symbol-level channel; behind the RF path none (estimated per frame from the known symbols, as
 /// a real receiver would: the front end's scale and loss are unknown).
@@ -257,6 +301,11 @@ pub enum Erasure {
     LdpcNotConverged,
     /// LDPC converged (to a wrong codeword) and BCH detected more errors than it corrects.
     BchFailed,
+    /// The frame's samples were lost (an underrun) or, after the loop lost the frame alignment,
+    /// its frame did not decode and so could not be told apart from its neighbours: the loop
+    /// reports it lost rather than guess which frame it was. Not decoded: no iterations, and
+    /// `esn0_est_db` is NaN.
+    Lost,
 }
 
 /// One frame back from the loop.
@@ -276,18 +325,37 @@ pub struct LoopFrame {
     pub cpu_s: f64,
 }
 
-/// A frame pushed into the flowgraph, with the complex noise variance its symbols must reach.
+/// A frame pushed into the flowgraph, with the complex noise variance its symbols must reach
+/// and, for the caller's frames, the BBFRAME (it identifies a frame found after a resync).
 enum Pushed {
-    Frame(u64, f64),
+    Frame(u64, f64, Vec<u8>),
     Filler(f64),
 }
 
 impl Pushed {
     fn n0(&self) -> f64 {
         match *self {
-            Pushed::Frame(_, n0) | Pushed::Filler(n0) => n0,
+            Pushed::Frame(_, n0, _) | Pushed::Filler(n0) => n0,
         }
     }
+
+    /// This is the frame that delivered `bb` (a filler's BBFRAME is zeros).
+    fn delivered(&self, bb: &[u8]) -> bool {
+        match self {
+            Pushed::Frame(_, _, sent) => sent == bb,
+            Pushed::Filler(_) => bb.iter().all(|&b| b == 0),
+        }
+    }
+}
+
+/// What the per-frame PLHEADER check found at the front of the samples.
+enum Front {
+    /// A PLHEADER: cut a frame here.
+    Header,
+    /// The alignment was lost and found again further on: check again.
+    Moved,
+    /// Not enough samples to search: wait for more.
+    Wait,
 }
 
 /// A running loop: the flowgraph process, its sockets and the receiver.
@@ -303,6 +371,12 @@ pub struct PhyLoop {
     /// Received samples not yet cut into frames; `synced` once they start at a PLHEADER.
     samples: Vec<C64>,
     synced: bool,
+    /// False after a resync until a decoded frame's BBFRAME says which pushed frame it was.
+    matched: bool,
+    /// Frames settled and not yet returned (the lost ones ahead of an identified one).
+    ready: VecDeque<LoopFrame>,
+    /// Times the frame alignment was lost and found again.
+    resyncs: u64,
     next_seq: u64,
     /// Per-frame noise: its source, the flowgraph's own N0 and how many of `samples` (from the
     /// front) already carry their frame's noise.
@@ -355,6 +429,9 @@ impl PhyLoop {
             pushed: VecDeque::new(),
             samples: Vec::new(),
             synced: false,
+            matched: true,
+            ready: VecDeque::new(),
+            resyncs: 0,
             next_seq: 0,
         };
         lp.wait_ready()?;
@@ -372,10 +449,18 @@ impl PhyLoop {
 
     /// Frames submitted and not yet returned by `next_frame`.
     pub fn outstanding(&self) -> usize {
-        self.pushed
-            .iter()
-            .filter(|p| matches!(p, Pushed::Frame(..)))
-            .count()
+        self.ready.len()
+            + self
+                .pushed
+                .iter()
+                .filter(|p| matches!(p, Pushed::Frame(..)))
+                .count()
+    }
+
+    /// Times the loop lost the frame alignment (no PLHEADER where the next frame should start)
+    /// and found the next PLHEADER further on.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs
     }
 
     /// Pushes one BBFRAME (K_bch / 8 bytes, MSB first) at the loop's Es/N0; returns its
@@ -438,7 +523,8 @@ impl PhyLoop {
         self.push_bits(&bits)?;
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.pushed.push_back(Pushed::Frame(seq, n0));
+        self.pushed
+            .push_back(Pushed::Frame(seq, n0, bbframe.to_vec()));
         Ok(seq)
     }
 
@@ -497,7 +583,12 @@ impl PhyLoop {
     }
 
     /// Decodes the front frame if its samples (and the next PLHEADER) are here; drops fillers.
+    /// Every frame's PLHEADER is checked first (`front`): where none is, the stream lost
+    /// samples (an SDR underrun) and the next PLHEADER is searched.
     fn cut_frame(&mut self) -> Result<Option<LoopFrame>, LoopError> {
+        if let Some(f) = self.ready.pop_front() {
+            return Ok(Some(f));
+        }
         let len = self.rx.frame_len();
         if !self.synced {
             // Two frames and a header: the PLHEADER correlation over two frames holds well
@@ -508,45 +599,131 @@ impl PhyLoop {
             self.sync()?;
         }
         while self.samples.len() >= len + 90 {
-            let front = self
-                .pushed
-                .pop_front()
-                .expect("samples come from pushed frames");
-            let Pushed::Frame(seq, n0) = front else {
-                self.drop_samples(len);
-                continue;
+            match self.front()? {
+                Front::Header => {}
+                Front::Moved => continue,
+                Front::Wait => return Ok(None),
+            }
+            let Some(next) = self.next_start()? else {
+                return Ok(None);
             };
-            self.top_up_noise(n0, len);
-            self.rx.set_n0(llr_n0(&self.cfg, n0));
-            let cpu0 = thread_cpu_s();
-            let d = self
-                .rx
-                .decode_bbframe(&self.samples[..len], Some(&self.samples[len..len + 90]));
-            let cpu_s = thread_cpu_s() - cpu0;
-            self.drop_samples(len);
-            let outcome = match (d.bch_corrected, d.ldpc_ok) {
-                (Some(_), _) => Ok(pack(&d.bits)),
-                (None, false) => Err(Erasure::LdpcNotConverged),
-                (None, true) => Err(Erasure::BchFailed),
-            };
-            return Ok(Some(LoopFrame {
-                seq,
-                esn0_db: -10.0 * n0.log10(),
-                outcome,
-                iterations: d.iterations,
-                esn0_est_db: d.esn0_est_db,
-                decode_s: d.decode_s,
-                cpu_s,
-            }));
+            // In step with the pushed frames, a filler is skipped undecoded; after a resync
+            // every frame is decoded, a filler's zeros identify it as well as a frame's BBFRAME.
+            if self.matched && matches!(self.pushed.front(), Some(Pushed::Filler(_))) {
+                self.pushed.pop_front();
+            } else {
+                let (d, cpu_s) = self.decode_front(next == len);
+                self.settle(d, cpu_s);
+            }
+            self.drop_samples(next);
+            if next != len {
+                // Samples were dropped inside the frame just cut: how many frames went with
+                // them is unknown until a decoded BBFRAME says which frame this is.
+                self.matched = false;
+                self.resyncs += 1;
+            }
+            if let Some(f) = self.ready.pop_front() {
+                return Ok(Some(f));
+            }
         }
         Ok(None)
     }
 
+    /// Checks the PLHEADER at the front of the samples; where there is none, searches the next
+    /// one (the correlation of `sync`, over two frames) and drops the samples before it.
+    fn front(&mut self) -> Result<Front, LoopError> {
+        if self.rx.header_quality(&self.samples[..90]) >= HEADER_QUALITY {
+            return Ok(Front::Header);
+        }
+        if self.samples.len() < 2 * self.rx.frame_len() + 90 {
+            return Ok(Front::Wait);
+        }
+        let start = self.find_header(&self.samples)?;
+        if start == 0 {
+            // Noise on a PLHEADER where it belongs (low Es/N0), not a lost alignment.
+            return Ok(Front::Header);
+        }
+        self.drop_samples(start);
+        self.matched = false;
+        self.resyncs += 1;
+        Ok(Front::Moved)
+    }
+
+    /// Where the front frame's successor starts: one frame on when its PLHEADER is there; else
+    /// (samples dropped inside the front frame: an underrun) the first PLHEADER after the front
+    /// one. Searching from the front frame rather than from where its successor should have been
+    /// keeps the successor when only a few samples went. None: too few samples to search yet.
+    fn next_start(&self) -> Result<Option<usize>, LoopError> {
+        let len = self.rx.frame_len();
+        if self.rx.header_quality(&self.samples[len..len + 90]) >= HEADER_QUALITY {
+            return Ok(Some(len));
+        }
+        if self.samples.len() < 2 * len + 91 {
+            return Ok(None);
+        }
+        Ok(Some(1 + self.find_header(&self.samples[1..])?))
+    }
+
+    /// Decodes the front frame's samples at its pushed frame's N0 (`whole`: its successor's
+    /// PLHEADER follows it, a phase anchor).
+    fn decode_front(&mut self, whole: bool) -> (Delivered, f64) {
+        let len = self.rx.frame_len();
+        let n0 = self.pushed.front().map_or(self.base_n0, Pushed::n0);
+        let next_n0 = self.pushed.get(1).map_or(n0, Pushed::n0);
+        self.top_up_noise(n0, next_n0, len);
+        self.rx.set_n0(llr_n0(&self.cfg, n0));
+        let cpu0 = thread_cpu_s();
+        let next_header = whole.then(|| &self.samples[len..len + 90]);
+        let d = self.rx.decode_bbframe(&self.samples[..len], next_header);
+        let cpu_s = thread_cpu_s() - cpu0;
+        (d, cpu_s)
+    }
+
+    /// Assigns a decoded frame to the pushed frame it was: the front one (the order of the
+    /// stream), unless its BBFRAME is a later pushed frame's (the frames in between were lost:
+    /// samples dropped by a whole number of frames keep the alignment). After a resync only a
+    /// decoded BBFRAME says which frame the stream is at: frames that do not decode are not
+    /// assigned (never to a guessed frame), and when one decodes, the pushed frames before it
+    /// are reported lost.
+    fn settle(&mut self, d: Delivered, cpu_s: f64) {
+        let bb = d.bch_corrected.map(|_| pack(&d.bits));
+        let found = bb
+            .as_ref()
+            .and_then(|bb| self.pushed.iter().position(|p| p.delivered(bb)));
+        let at = match (found, self.matched) {
+            (Some(j), _) => j,
+            (None, true) => 0,
+            (None, false) => return,
+        };
+        self.matched = true;
+        for p in self.pushed.drain(..at) {
+            if let Pushed::Frame(seq, n0, _) = p {
+                self.ready.push_back(lost(seq, n0));
+            }
+        }
+        let Some(Pushed::Frame(seq, n0, _)) = self.pushed.pop_front() else {
+            return; // a filler
+        };
+        let outcome = match (bb, d.ldpc_ok) {
+            (Some(bb), _) => Ok(bb),
+            (None, false) => Err(Erasure::LdpcNotConverged),
+            (None, true) => Err(Erasure::BchFailed),
+        };
+        self.ready.push_back(LoopFrame {
+            seq,
+            esn0_db: -10.0 * n0.log10(),
+            outcome,
+            iterations: d.iterations,
+            esn0_est_db: d.esn0_est_db,
+            decode_s: d.decode_s,
+            cpu_s,
+        });
+    }
+
     /// Brings the front frame's `len` samples to N0 `n0`, and the next PLHEADER (the phase
-    /// anchor after them) to the next frame's N0: each sample gets its noise once, by the
-    /// frame it belongs to. Nothing is added when the flowgraph's own noise is the frame's.
-    fn top_up_noise(&mut self, n0: f64, len: usize) {
-        let next_n0 = self.pushed.front().map_or(n0, Pushed::n0);
+    /// anchor after them) to the next frame's N0 `next_n0`: each sample gets its noise once, by
+    /// the frame it belongs to. Nothing is added when the flowgraph's own noise is the frame's.
+    fn top_up_noise(&mut self, n0: f64, next_n0: f64, len: usize) {
         for (range, target) in [(0..len, n0), (len..len + 90, next_n0)] {
             let from = range.start.max(self.noised);
             if from < range.end {
@@ -565,17 +742,24 @@ impl PhyLoop {
 
     /// Drops the samples before the first PLHEADER.
     fn sync(&mut self) -> Result<(), LoopError> {
-        let (start, quality) = self.rx.find_start(&self.samples);
+        let start = self.find_header(&self.samples)?;
+        self.drop_samples(start);
+        self.synced = true;
+        Ok(())
+    }
+
+    /// The offset of the first PLHEADER within a frame's length of the start of `samples` (the
+    /// correlation summed over the frames buffered, `Receiver::find_start`).
+    fn find_header(&self, samples: &[C64]) -> Result<usize, LoopError> {
+        let (start, quality) = self.rx.find_start(samples);
         if quality < 0.2 {
             return Err(LoopError::Sync(format!(
-                "no PLHEADER of {} in the first {} samples (best correlation {quality:.2}, at least 0.2 expected)",
+                "no PLHEADER of {} in {} samples (best correlation {quality:.2}, at least 0.2 expected)",
                 self.cfg.modcod.label(),
                 self.rx.frame_len()
             )));
         }
-        self.samples.drain(..start);
-        self.synced = true;
-        Ok(())
+        Ok(start)
     }
 
     /// Waits for IQ; pushes a filler frame when it stops, fails when the flowgraph is gone.
@@ -607,12 +791,12 @@ impl PhyLoop {
                     self.child.id()
                 )));
             }
-            // All but the last frame's tail is back: the channel holds that tail until more
-            // input comes, so push a filler frame behind it.
-            let len = self.rx.frame_len();
-            if self.samples.len() + len >= self.pushed.len() * len {
-                self.flush()?;
-            }
+            // No IQ for FLUSH_AFTER with frames outstanding: the channel holds the last frame's
+            // tail until more input comes, so push a filler frame behind it. Pushed whatever the
+            // samples buffered: after an underrun fewer samples come than the frames pushed
+            // (the loop cannot tell how many went), and the PLHEADER search needs two frames'
+            // worth; a filler too many is skipped undecoded.
+            self.flush()?;
         }
     }
 
@@ -654,6 +838,19 @@ impl Drop for PhyLoop {
     }
 }
 
+/// A frame reported lost (`Erasure::Lost`).
+fn lost(seq: u64, n0: f64) -> LoopFrame {
+    LoopFrame {
+        seq,
+        esn0_db: -10.0 * n0.log10(),
+        outcome: Err(Erasure::Lost),
+        iterations: 0,
+        esn0_est_db: f64::NAN,
+        decode_s: 0.0,
+        cpu_s: 0.0,
+    }
+}
+
 /// Starts the flowgraph process (stderr to DIR/stderr, read when it fails).
 fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<Child, LoopError> {
     let mc = cfg.modcod;
@@ -686,6 +883,10 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
     }
     if let Some(s) = &cfg.sigmf {
         cmd.arg("--sigmf").arg(s);
+    }
+    if let Some(u) = &cfg.underrun {
+        cmd.args(["--underrun-at", &u.at_sample.to_string()])
+            .args(["--underrun-samples", &u.samples.to_string()]);
     }
     if let Some(rf) = &cfg.rf {
         cmd.arg("--rf").args([

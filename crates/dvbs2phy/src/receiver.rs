@@ -233,6 +233,25 @@ impl Receiver {
         best
     }
 
+    /// How much `y` (90 symbols) looks like this MODCOD's PLHEADER: the magnitudes of its two
+    /// halves' correlations with the known symbols, summed (any carrier phase, and a carrier
+    /// offset turning the header by up to half a turn per half), over sqrt(sum |y|^2 90). A
+    /// noiseless PLHEADER scores 1, one at Es/N0 = 1/N0 about 1/sqrt(1 + N0), noise alone
+    /// 0.13 +- 0.05.
+    pub fn header_quality(&self, y: &[C64]) -> f64 {
+        let (mut halves, mut e) = ([C64::default(); 2], 0.0);
+        for (k, (a, s)) in y[..90].iter().zip(&self.header).enumerate() {
+            halves[k / 45] = halves[k / 45] + *a * s.conj();
+            e += a.norm2();
+        }
+        let c = halves[0].norm2().sqrt() + halves[1].norm2().sqrt();
+        if e > 0.0 {
+            c / (e * 90.0).sqrt()
+        } else {
+            0.0
+        }
+    }
+
     fn anchor(&self, y: &[C64], known: &[C64], t0: usize) -> Anchor {
         let half = known.len() / 2;
         let (mut first, mut second) = (C64::default(), C64::default());

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use dvbs2phy::loop_bench::bbframe;
-use dvbs2phy::{Erasure, FrameSize, LoopConfig, LoopError, ModCod, PhyLoop, RfPath};
+use dvbs2phy::{Erasure, FrameSize, LoopConfig, LoopError, ModCod, PhyLoop, RfPath, Underrun};
 
 fn config(id: u32, pilots: bool, esn0_db: f64) -> LoopConfig {
     LoopConfig::new(ModCod::new(id, FrameSize::Short, pilots).unwrap(), esn0_db)
@@ -222,4 +222,69 @@ fn rf_settings_are_checked() {
     cfg.rf = Some(RfPath::default());
     cfg.per_frame_esn0 = true;
     assert!(err(cfg).contains("rf with per_frame_esn0"));
+}
+
+/// Pushes 16 frames through a loop whose stream loses `drop_frames` frames' worth of samples
+/// (times `sps` samples per symbol) from the middle of frame 6 on; checks that every frame
+/// comes back once, in order, each delivered frame the one sent with that number, and that
+/// the frames after the underrun are delivered. Returns the frames lost or erased.
+fn frames_after_an_underrun(mut cfg: LoopConfig, sps: u64, drop_frames: f64) -> usize {
+    let mc = cfg.modcod;
+    let len = mc.frame_symbols() as f64;
+    cfg.underrun = Some(Underrun {
+        at_sample: (6.5 * len) as u64 * sps,
+        // Not a whole number of symbols on the RF path: the timing loop meets a jump too.
+        samples: (drop_frames * len) as u64 * sps + sps / 2,
+    });
+    let mut lp = PhyLoop::start(cfg).unwrap();
+    let mut state = 5;
+    let sent: Vec<Vec<u8>> = (0..16).map(|_| bbframe(&mc, &mut state)).collect();
+    for f in &sent {
+        lp.submit(f).unwrap();
+    }
+    let mut missing = 0;
+    for (i, f) in sent.iter().enumerate() {
+        let got = lp.next_frame().unwrap();
+        assert_eq!(got.seq, i as u64, "every frame once, in order");
+        match got.outcome {
+            Ok(bb) => assert_eq!(&bb, f, "frame {i} delivered as another frame"),
+            Err(_) if (4..=10).contains(&i) => missing += 1,
+            Err(e) => panic!("frame {i}, away from the underrun: {e:?}"),
+        }
+    }
+    assert_eq!(lp.resyncs(), 1);
+    assert_eq!(lp.outstanding(), 0);
+    missing
+}
+
+#[test]
+fn frames_after_an_underrun_are_found_and_matched() {
+    // 8PSK 3/5 at 12 dB: every frame decodes but those the underrun cuts. 2.4 frames dropped
+    // from the middle of frame 6: frames 6 (cut), 7 and 8 (gone), maybe 9 (its PLHEADER cut).
+    let missing = frames_after_an_underrun(config(12, true, 12.0), 1, 2.4);
+    assert!((3..=4).contains(&missing), "{missing} frames missing");
+}
+
+#[test]
+fn frames_after_an_underrun_on_the_rf_path_are_found_and_matched() {
+    // The same at the sample rate before the front end (timing loop and carrier tracking
+    // re-acquire), with a carrier offset of 2e-3 cycles per symbol; 0.3 frames dropped.
+    let mut cfg = config(12, true, 12.0);
+    cfg.rf = Some(RfPath {
+        freq_offset: 2e-3,
+        ..RfPath::default()
+    });
+    let missing = frames_after_an_underrun(cfg, 4, 0.3);
+    assert!((1..=2).contains(&missing), "{missing} frames missing");
+}
+
+#[test]
+fn underrun_settings_are_checked() {
+    let mut cfg = config(4, false, 5.0);
+    cfg.underrun = Some(Underrun {
+        at_sample: 0,
+        samples: 0,
+    });
+    let e = PhyLoop::start(cfg).err().expect("refused").to_string();
+    assert!(e.contains("underrun.samples 0 is outside [1, 1e7]"), "{e}");
 }

@@ -30,7 +30,9 @@ use dvbs2phy::constellation::C64;
 use dvbs2phy::cpu::thread_cpu_s;
 use dvbs2phy::iq;
 use dvbs2phy::minsum::{CheckRule, DEFAULT_RULE};
-use dvbs2phy::{loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver, RfPath};
+use dvbs2phy::{
+    loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver, RfPath, Underrun,
+};
 
 /// Command line (clap); a usage error exits 2, like a decoding error.
 #[derive(clap::Parser)]
@@ -133,6 +135,13 @@ struct Args {
     #[arg(long, value_name = "PPM", default_value_t = 0.0, requires = "rf",
           allow_negative_numbers = true, value_parser = |v: &str| number_in(v, -200.0, 200.0))]
     clock_ppm: f64,
+    /// PHY loop: an SDR underrun, emulated: drop --underrun-samples samples once from this
+    /// sample of the stream after the channel (at the sample rate with --rf)
+    #[arg(long, value_name = "N", requires_all = ["loop_bench", "underrun_samples"])]
+    underrun_at: Option<u64>,
+    /// PHY loop: how many samples the underrun drops (1 to 1e7)
+    #[arg(long, value_name = "N", requires = "underrun_at")]
+    underrun_samples: Option<u64>,
 }
 
 impl Args {
@@ -231,6 +240,9 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
         fll_bandwidth: a.fll_bandwidth,
         clock_ppm: a.clock_ppm,
     });
+    if let (Some(at_sample), Some(samples)) = (a.underrun_at, a.underrun_samples) {
+        cfg.underrun = Some(Underrun { at_sample, samples });
+    }
     let frames = a.frames.unwrap_or(100);
     let r = loop_bench::run(cfg, frames, a.one_at_a_time).map_err(|e| e.to_string())?;
     let n = r.frames as f64;
@@ -252,6 +264,8 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "ldpc_not_converged": r.ldpc_not_converged,
             "bch_failed": r.bch_failed,
             "residual_errors": r.residual_errors,
+            "lost": r.lost,
+            "resyncs": r.resyncs,
             "mean_iterations": r.mean_iterations,
             "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
