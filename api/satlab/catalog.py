@@ -68,7 +68,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "cubic-droptail",
             "transport": {"congestion_control": "cubic"},
-            "gateway": {"aqm": {"kind": "drop_tail"}},
+            "gateway": {"egress": {"aqm": {"kind": "drop_tail"}}},
         },
     },
     {
@@ -80,7 +80,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "cubic-red",
             "transport": {"congestion_control": "cubic"},
-            "gateway": {"aqm": {"kind": "red"}},
+            "gateway": {"egress": {"aqm": {"kind": "red"}}},
         },
     },
     {
@@ -94,7 +94,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "reno-red-ecn",
             "transport": {"congestion_control": "reno"},
-            "gateway": {"aqm": {"kind": "red_ecn"}},
+            "gateway": {"egress": {"aqm": {"kind": "red_ecn"}}},
         },
     },
     {
@@ -107,7 +107,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "beten",
             "transport": {"congestion_control": "sl_beten"},
-            "gateway": {"eten": True},
+            "gateway": {"eten": {"enabled": True}},
         },
     },
     {
@@ -119,7 +119,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "oracle",
             "transport": {"congestion_control": "sl_oracle"},
-            "gateway": {"eten": True},
+            "gateway": {"eten": {"enabled": True}},
         },
     },
     {
@@ -132,7 +132,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "ceten",
             "transport": {"congestion_control": "sl_ceten"},
-            "gateway": {"ceten": True},
+            "gateway": {"ceten": {"enabled": True}},
         },
     },
     {
@@ -144,7 +144,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "ceten-lf",
             "transport": {"congestion_control": "sl_ceten_lf"},
-            "gateway": {"ceten": True},
+            "gateway": {"ceten": {"enabled": True}},
         },
     },
     {
@@ -158,7 +158,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "ipern",
             "transport": {"congestion_control": "sl_ern"},
-            "gateway": {"ern": True},
+            "gateway": {"ern": {"enabled": True}},
         },
         "host_settings": {"timestamps": False},
     },
@@ -203,7 +203,7 @@ SCHEME_PRESETS: list[SchemePreset] = [
         "configuration": {
             "name": "ecn-ld",
             "transport": {"congestion_control": "sl_ecnld", "ecn_ld_k": 2},
-            "gateway": {"aqm": {"kind": "red_ecn"}},
+            "gateway": {"egress": {"aqm": {"kind": "red_ecn"}}},
         },
     },
     {

@@ -1,103 +1,51 @@
-"""A scenario's `gateway` section, whose values are the gateway binary's (issue 17: one definition).
+"""A scenario's `gateway` section: the gateway binary's own settings types (issue 17: one
+definition).
 
-The section keeps its flat spelling (`eten`, `eten_hmac_key_hex`, `ceten_alpha`, ...; every stored
-scenario reads as before), and each field names the place in satlab-gateway's configuration file
-it fills (`x-gateway-path`, e.g. `ceten.alpha`). Its default, bounds and description are read from
-there in the gateway's JSON Schema (gateway_schema.json, `satlab-gateway --print-schema`, committed
-by `make schemas`), so gateway/src/config.rs is the one place they are set, and the testbed writes
-the file from the same paths (satlab.testbed.gateway.gateway_config): nothing is renamed by hand.
+The section is the part of satlab-gateway's configuration file (gateway/src/config.rs `Config`)
+a scenario chooses, in the file's own nested names: `egress`, `eten`, `ceten` and `ern`, each the
+Rust type generated into satlab.records.gateway by `make schemas` (scripts/schemas.sh, from
+`satlab-gateway --print-schema`), so the binary's fields, bounds and defaults are the section's.
+What the testbed sets per edge is not in it: `role`, `ports`, `seed`, `telemetry`, `http`, and
+the notices' addresses (`eten.source_ip`, `eten.src_mac`, `eten.dst_mac`); a scenario that names
+one of those is refused. The testbed writes the file from the section's dump
+(satlab.testbed.gateway.gateway_config): what a scenario leaves unset stays the binary's default.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-GATEWAY_SCHEMA_FILE = Path(__file__).with_name("gateway_schema.json")
-_SCHEMA: dict[str, Any] = json.loads(GATEWAY_SCHEMA_FILE.read_text())
+from satlab.records.gateway import Ceten, Config, Egress, Ern, Eten
 
-# JSON Schema keyword -> pydantic Field argument, for the keywords the gateway's schema uses.
-_CONSTRAINTS = {
-    "minimum": "ge",
-    "maximum": "le",
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "minItems": "min_length",
-    "maxItems": "max_length",
-    "pattern": "pattern",
+# The eten fields the testbed sets at each edge (satlab.testbed.gateway.gateway_config: the
+# edge router's address; the MACs are learned from forwarded frames).
+TESTBED_ETEN = {
+    "source_ip": "the testbed sets it to each edge router's address",
+    "src_mac": "the gateway learns it from the frames it forwards",
+    "dst_mac": "the gateway learns it from the frames it forwards",
 }
-PATH_KEY = "x-gateway-path"
 
-
-def _resolve(prop: dict[str, Any]) -> dict[str, Any]:
-    ref = prop.get("$ref")
-    return _SCHEMA["$defs"][ref.removeprefix("#/$defs/")] if ref else prop
-
-
-def gateway_property(path: str) -> dict[str, Any]:
-    """The gateway schema's property at a dotted file path (`egress.aqm.w_q`)."""
-    node = _SCHEMA
-    *sections, name = path.split(".")
-    for key in sections:
-        node = _resolve(node["properties"][key])
-    return node["properties"][name]  # type: ignore[no-any-return]
-
-
-def _constraints(prop: dict[str, Any]) -> dict[str, Any]:
-    return {arg: prop[key] for key, arg in _CONSTRAINTS.items() if key in prop}
-
-
-def _field(path: str) -> Any:
-    """A section field that fills the gateway file's `path`, with the binary's default, bounds
-    and description."""
-    prop = gateway_property(path)
-    return Field(
-        prop["default"],
-        description=prop.get("description"),
-        json_schema_extra={PATH_KEY: path},
-        **_constraints(prop),
+if TYPE_CHECKING:
+    EtenSettings = Eten
+else:
+    # The gateway's Eten without the fields the testbed owns (a generated type cannot lose
+    # fields by subclassing).
+    EtenSettings = create_model(
+        "EtenSettings",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__=Eten.__doc__,
+        **{
+            name: (field.annotation, field)
+            for name, field in Eten.model_fields.items()
+            if name not in TESTBED_ETEN
+        },
     )
 
 
-def _items(path: str) -> Any:
-    """The bounds of each item of the list at `path` (ern.ports: u16)."""
-    return Field(**_constraints(gateway_property(path)["items"]))
-
-
-def file_path(model: type[BaseModel], name: str) -> str:
-    """The gateway file path a section field fills."""
-    extra = model.model_fields[name].json_schema_extra
-    assert isinstance(extra, dict), name
-    return str(extra[PATH_KEY])
-
-
-class GatewayAqm(BaseModel):
-    """The gateway's egress queue toward the satellite (gateway/README.md, "AQM")."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # The discipline's names are the gateway's AqmKind (a test compares them with the schema).
-    kind: Literal["drop_tail", "red", "red_ecn"] = _field("egress.aqm.kind")
-    limit_packets: int = _field("egress.aqm.limit_packets")
-    limit_bytes: int = _field("egress.aqm.limit_bytes")
-    min_th_packets: float = _field("egress.aqm.min_th_packets")
-    max_th_packets: float = _field("egress.aqm.max_th_packets")
-    max_p: float = _field("egress.aqm.max_p")
-    w_q: float = _field("egress.aqm.w_q")
-
-    @model_validator(mode="after")
-    def _thresholds(self) -> GatewayAqm:
-        # A rule between two fields, which a JSON Schema cannot say: the gateway's validation
-        # checks the same (config.rs, Aqm::validate).
-        if self.max_th_packets <= self.min_th_packets:
-            raise ValueError(
-                f"max_th_packets: {self.max_th_packets} must be greater than min_th_packets "
-                f"({self.min_th_packets})"
-            )
-        return self
+def _description(name: str) -> str | None:
+    return Config.model_fields[name].description
 
 
 class GatewaySettings(BaseModel):
@@ -105,17 +53,48 @@ class GatewaySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rate_factor: float = _field("egress.rate_factor")
-    aqm: GatewayAqm = Field(
-        GatewayAqm(),
-        description=gateway_property("egress.aqm").get("description"),
-        json_schema_extra={PATH_KEY: "egress.aqm"},
-    )
-    eten: bool = _field("eten.enabled")
-    eten_hmac_key_hex: str | None = _field("eten.hmac_key_hex")
-    eten_rate_limit_per_s: float = _field("eten.rate_limit_per_s")
-    ceten: bool = _field("ceten.enabled")
-    ceten_reflect: bool = _field("ceten.reflect")
-    ceten_alpha: float = _field("ceten.alpha")
-    ern: bool = _field("ern.enabled")
-    ern_ports: list[Annotated[int, _items("ern.ports")]] = _field("ern.ports")
+    egress: Egress = Field(default_factory=Egress, description=_description("egress"))
+    eten: EtenSettings = Field(default_factory=EtenSettings, description=_description("eten"))
+    ceten: Ceten = Field(default_factory=Ceten, description=_description("ceten"))
+    ern: Ern = Field(default_factory=Ern, description=_description("ern"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _testbed_fields(cls, data: Any) -> Any:
+        eten = data.get("eten") if isinstance(data, dict) else None
+        if isinstance(eten, dict):
+            for name, why in TESTBED_ETEN.items():
+                if name in eten:
+                    raise ValueError(f"eten.{name}: not a scenario's to set ({why})")
+        return data
+
+    @model_validator(mode="after")
+    def _between_fields(self) -> GatewaySettings:
+        # Rules between two fields, which a JSON Schema cannot say: the gateway's validation
+        # checks the same (config.rs, Aqm::validate and Ern::validate).
+        aqm = self.egress.aqm
+        if aqm is not None and aqm.max_th_packets <= aqm.min_th_packets:
+            raise ValueError(
+                f"egress.aqm.max_th_packets: {aqm.max_th_packets} must be greater than "
+                f"min_th_packets ({aqm.min_th_packets})"
+            )
+        ern = self.ern
+        if ern.max_interval_ms < ern.min_interval_ms:
+            raise ValueError(
+                f"ern.max_interval_ms: {ern.max_interval_ms} must be at least min_interval_ms "
+                f"({ern.min_interval_ms})"
+            )
+        if not ern.min_interval_ms <= ern.initial_interval_ms <= ern.max_interval_ms:
+            raise ValueError(
+                f"ern.initial_interval_ms: {ern.initial_interval_ms} must be within "
+                f"[min_interval_ms, max_interval_ms] ({ern.min_interval_ms}, "
+                f"{ern.max_interval_ms})"
+            )
+        return self
+
+    def file_sections(self) -> dict[str, Any]:
+        """The section as the gateway file's sections: what the scenario set, the binary's
+        defaults for the rest. A None is left out too: in these sections it is always the
+        binary's default (an optional's absence, or `egress.aqm` not given, which the file's
+        type does not take as null), and a stored spec has every field set."""
+        return self.model_dump(mode="json", exclude_unset=True, exclude_none=True)

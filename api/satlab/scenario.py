@@ -260,7 +260,7 @@ Traffic = Annotated[BulkTcp | ShortFlows | UdpCross, Field(discriminator="kind")
 
 class EtenSender(Strict):
     """The sender's checks on BETEN notices before one counts (endhosts/bpf/eten.bpf.c; ETEN
-    report section 7). The MAC key is the gateway's `eten_hmac_key_hex`: with a key, unsigned or
+    report section 7). The MAC key is the gateway's `eten.hmac_key_hex`: with a key, unsigned or
     badly signed notices are refused."""
 
     rate_limit_per_s: int = Field(
@@ -614,10 +614,10 @@ def _check_project_cc(where: str, cc: str, c: Configuration) -> None:
             f"(one of {', '.join(sorted(PROJECT_SCHEMES))})"
         )
     flag = PROJECT_SCHEMES[cc].needs_gateway
-    if flag and (c.gateway is None or not getattr(c.gateway, flag)):
+    if flag and (c.gateway is None or not getattr(c.gateway, flag).enabled):
         raise ValueError(
-            f"{where}.gateway.{flag}: {cc} needs it from the satellite edges "
-            f"(gateway: {{{flag}: true}})"
+            f"{where}.gateway.{flag}.enabled: {cc} needs it from the satellite edges "
+            f"(gateway: {{{flag}: {{enabled: true}}}})"
         )
 
 

@@ -96,7 +96,7 @@ class Scheme:
     cgroup: bool = False  # sockops on the host's cgroup: the traffic processes run in it
     receiver_too: bool = False  # the receiving host runs it as well (CETEN reflection)
     ceten_variant: int | None = None  # ceten_config.variant: 0 printed, 1 loss fraction
-    needs_gateway: str | None = None  # GatewaySettings flag the scheme depends on
+    needs_gateway: str | None = None  # GatewaySettings section whose `enabled` it needs
     needs_no_timestamps: bool = False  # its option must come first (IP-ERN: the router's rule)
     ern_base: int | None = None  # ern_config.base: cwnd_tcp's algorithm, 0 CUBIC, 1 NewReno
     stats_map: str = ""  # the loader prints this map's counters, named by `stats`

@@ -90,7 +90,7 @@ def test_a_beam_with_prefixes_needs_no_hosts_terminals() -> None:
 
 
 def test_every_terminals_st_edge_gets_an_st_gateway_of_its_own() -> None:
-    conf = {"name": "c", "gateway": {"eten": True}}
+    conf = {"name": "c", "gateway": {"eten": {"enabled": True}}}
     sc = parse_scenario(_scenario(TWO, _beam("a", "b"), configurations=[conf]))
     g = sc.configurations[0].gateway
     assert g is not None

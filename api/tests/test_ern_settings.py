@@ -5,7 +5,7 @@ import pytest
 from satlab.scenario import ScenarioError, parse_scenario
 from satlab.testbed.runner import BASE_PORT, ern_ports
 
-ERN = {"transport": {"congestion_control": "sl_ern"}, "gateway": {"ern": True}}
+ERN = {"transport": {"congestion_control": "sl_ern"}, "gateway": {"ern": {"enabled": True}}}
 
 
 def scenario(**over: object) -> dict[str, object]:
@@ -32,7 +32,7 @@ def test_ern_needs_the_gateway_router() -> None:
     bad = scenario(configurations=[{"name": "ern", "transport": ERN["transport"]}])
     with pytest.raises(ScenarioError) as exc:
         parse_scenario(bad)
-    assert "configurations.0.gateway.ern: sl_ern needs it" in str(exc.value)
+    assert "configurations.0.gateway.ern.enabled: sl_ern needs it" in str(exc.value)
 
 
 def test_runner_gives_the_router_the_ern_flows_ports() -> None:
@@ -41,6 +41,6 @@ def test_runner_gives_the_router_the_ern_flows_ports() -> None:
 
 
 def test_explicit_ern_ports_are_kept() -> None:
-    conf = {"name": "ern", **ERN, "gateway": {"ern": True, "ern_ports": [9]}}
+    conf = {"name": "ern", **ERN, "gateway": {"ern": {"enabled": True, "ports": [9]}}}
     sc = parse_scenario(scenario(configurations=[conf]))
     assert ern_ports(sc, sc.configurations[0]) == [9]

@@ -120,17 +120,23 @@ traffic = st.one_of(
     ),
 )
 gateway = maybe(
-    eten=st.booleans(),
-    ceten=st.booleans(),
-    ern=st.booleans(),
-    rate_factor=mostly(st.floats(0.1, 1.0), numbers),
-    eten_hmac_key_hex=mostly(st.from_regex(r"([0-9a-f]{2}){16}", fullmatch=True), scalars),
-    aqm=maybe(
-        kind=st.sampled_from(["drop_tail", "red", "red_ecn"]),
-        min_th_packets=numbers,
-        max_th_packets=numbers,
+    egress=maybe(
+        rate_factor=mostly(st.floats(0.1, 1.0), numbers),
+        aqm=maybe(
+            kind=st.sampled_from(["drop_tail", "red", "red_ecn"]),
+            min_th_packets=numbers,
+            max_th_packets=numbers,
+        ),
     ),
-    ern_ports=mostly(st.lists(st.integers(1, 65535), max_size=3), scalars),
+    eten=maybe(
+        enabled=st.booleans(),
+        hmac_key_hex=mostly(st.from_regex(r"([0-9a-f]{2}){16}", fullmatch=True), scalars),
+        source_ip=st.just("10.0.0.1"),
+    ),
+    ceten=maybe(enabled=st.booleans(), alpha=numbers),
+    ern=maybe(
+        enabled=st.booleans(), ports=mostly(st.lists(st.integers(1, 65535), max_size=3), scalars)
+    ),
 )
 configuration = st.fixed_dictionaries(
     {"name": names},

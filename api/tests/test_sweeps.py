@@ -100,7 +100,7 @@ def test_sweeps_of_hosts_traffic_configurations_and_duration_reach_the_run() -> 
             "sweep.path: hosts.mtu_bytes.x goes through hosts.mtu_bytes, which is 1500",
         ),
         (
-            {"path": "configurations.0.gateway.eten", "values": [True]},
+            {"path": "configurations.0.gateway.eten.enabled", "values": [True]},
             "goes through configurations.0.gateway, which is null",
         ),
         ({"path": "repetitions", "values": [2]}, "repetitions cannot be swept"),
@@ -135,7 +135,7 @@ def test_every_value_is_validated_by_the_run_scenario() -> None:
                 hosts={"settings": {"timestamps": False}},
                 configurations=[
                     {"name": "a"},
-                    {"name": "b", "gateway": {"ern": True}},
+                    {"name": "b", "gateway": {"ern": {"enabled": True}}},
                 ],
                 sweep=[
                     {"path": "hosts.settings.timestamps", "values": [False, True]},

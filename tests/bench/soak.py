@@ -90,7 +90,7 @@ CC = "sl_beten"  # a project congestion control: its eBPF programs load and unlo
 CONFIGURATION: dict[str, Any] = {
     "name": "beten",
     "transport": {"congestion_control": CC},
-    "gateway": {"eten": True},
+    "gateway": {"eten": {"enabled": True}},
 }
 # The emulator's and the gateway's own memory figures on /metrics: their queues (packets and bytes
 # held); a memory or resident-size metric, should one be added, is picked up too.

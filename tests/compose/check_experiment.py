@@ -56,7 +56,7 @@ configurations:
     receiver: {withhold: {}}
   - name: cubic-gateway  # the edge gateway spliced into the gw and st boxes by their agents
     transport: {congestion_control: cubic}
-    gateway: {aqm: {kind: red}, ceten: true}
+    gateway: {egress: {aqm: {kind: red}}, ceten: {enabled: true}}
   - name: cubic-pep  # satlab-pep at both edge boxes (nftables TPROXY in the containers)
     transport: {congestion_control: cubic}
     pep: {edges: both}

@@ -36,7 +36,7 @@ traffic:
 configurations:
   - name: cubic
   - name: cubic-gateway  # the edge gateway spliced in at the gw box moved behind the hop
-    gateway: {{aqm: {{kind: drop_tail, limit_packets: 100}}}}
+    gateway: {{egress: {{aqm: {{kind: drop_tail, limit_packets: 100}}}}}}
 """
 
 

@@ -84,7 +84,7 @@ def test_the_st_edge_stamps_reach_the_receiver() -> None:
                 {
                     "name": "ceten-lf",
                     "transport": {"congestion_control": "sl_ceten_lf"},
-                    "gateway": {"ceten": True},
+                    "gateway": {"ceten": {"enabled": True}},
                 }
             ],
         }

@@ -32,14 +32,16 @@ def test_a_run_with_red_ecn_and_ceten_at_the_edges() -> None:
                 {
                     "name": "cubic-red-ecn",
                     "gateway": {
-                        "aqm": {
-                            "kind": "red_ecn",
-                            "min_th_packets": 5,
-                            "max_th_packets": 30,
-                            "max_p": 0.1,
-                            "w_q": 0.002,
+                        "egress": {
+                            "aqm": {
+                                "kind": "red_ecn",
+                                "min_th_packets": 5,
+                                "max_th_packets": 30,
+                                "max_p": 0.1,
+                                "w_q": 0.002,
+                            }
                         },
-                        "ceten": True,
+                        "ceten": {"enabled": True},
                     },
                 }
             ],
@@ -79,14 +81,16 @@ def test_the_gateway_section_is_validated_with_field_and_bound() -> None:
         "traffic": [{"kind": "bulk_tcp", "duration_s": 1}],
     }
     for gateway, field in (
-        ({"aqm": {"max_p": 2}}, "configurations.0.gateway.aqm.max_p"),
-        ({"aqm": {"min_th_packets": 20, "max_th_packets": 10}}, "max_th_packets"),
-        ({"rate_factor": 0}, "configurations.0.gateway.rate_factor"),
-        ({"aqm": {"kind": "codel"}}, "configurations.0.gateway.aqm.kind"),
+        ({"egress": {"aqm": {"max_p": 2}}}, "configurations.0.gateway.egress.aqm.max_p"),
+        ({"egress": {"aqm": {"min_th_packets": 20, "max_th_packets": 10}}}, "max_th_packets"),
+        ({"egress": {"rate_factor": 0}}, "configurations.0.gateway.egress.rate_factor"),
+        ({"egress": {"aqm": {"kind": "codel"}}}, "configurations.0.gateway.egress.aqm.kind"),
+        ({"eten": {"source_ip": "10.0.0.9"}}, "eten.source_ip: not a scenario's to set"),
     ):
         with pytest.raises(ScenarioError) as e:
             parse_scenario({**base, "configurations": [{"name": "c", "gateway": gateway}]})
         assert field in str(e.value), str(e.value)
-    sc = parse_scenario({**base, "configurations": [{"name": "c", "gateway": {"ern": True}}]})
+    ern = {"ern": {"enabled": True}}
+    sc = parse_scenario({**base, "configurations": [{"name": "c", "gateway": ern}]})
     g = sc.configurations[0].gateway
-    assert g is not None and g.aqm.kind == "drop_tail" and g.rate_factor == 0.97
+    assert g is not None and g.egress.aqm is None and g.egress.rate_factor == 0.97

@@ -112,7 +112,7 @@ def test_a_beten_satellite_leg_takes_the_far_edges_notices() -> None:
             "configurations": [
                 {
                     "name": "pep-beten",
-                    "gateway": {"eten": True},
+                    "gateway": {"eten": {"enabled": True}},
                     "pep": {"edges": "both", "congestion_control": "sl_beten"},
                 }
             ],

@@ -91,3 +91,17 @@ def test_loop_bench_refuses_an_empty_underrun() -> None:
     assert r.returncode != 0 and "underrun.samples 0 is outside [1, 1e7]" in r.stderr
     r = bench(*base, "--underrun-at", "100")
     assert r.returncode == 2 and "--underrun-samples" in r.stderr
+
+
+def test_loop_bench_refuses_an_sdr_that_is_not_there() -> None:
+    # No SoapySDR device module on this machine: the flowgraph exits at once, and the error
+    # names the device arguments. Nothing is transmitted.
+    base = ("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--rf")
+    sdr = ("--sdr-tx", "driver=satlab-absent-tx", "--sdr-rx", "driver=satlab-absent-rx")
+    r = bench(*base, *sdr, "--center-freq-hz", "1.2e9")
+    assert r.returncode != 0
+    assert "--sdr-tx 'driver=satlab-absent-tx': no SoapySDR device opened" in r.stderr
+    r = bench(*base, *sdr, "--center-freq-hz", "7e9")
+    assert r.returncode != 0 and "rf.sdr.center_freq_hz 7000000000 is outside" in r.stderr
+    r = bench(*base, "--sdr-tx", "driver=x", "--center-freq-hz", "1e9")
+    assert r.returncode == 2 and "--sdr-rx" in r.stderr

@@ -139,7 +139,7 @@ def test_each_terminals_st_edge_runs_its_own_edge_gateway(emulator_bin: Path) ->
         {
             "name": "ceten",
             "transport": {"congestion_control": "sl_ceten"},
-            "gateway": {"eten": True, "ceten": True},
+            "gateway": {"eten": {"enabled": True}, "ceten": {"enabled": True}},
         }
     ]
     sc = parse_scenario(data)

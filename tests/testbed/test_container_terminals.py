@@ -214,7 +214,9 @@ def test_two_terminals_run_on_the_container_testbed(
     for flow in data["traffic"]:
         flow["duration_s"] = 3.0
     if gateway:
-        data["configurations"] = [{"name": "beten-notifier", "gateway": {"eten": True}}]
+        data["configurations"] = [
+            {"name": "beten-notifier", "gateway": {"eten": {"enabled": True}}}
+        ]
     sc = parse_scenario(data)
     with Testbed() as tb:
         assert tb.topo is not None

@@ -8,7 +8,7 @@ option.
 - CUBIC alone fills the 20 packets and overflows them: retransmissions and tail drops.
 - sl_ern with the gateway's XCP router (claim T2): negotiated, the router's feedback echoed and
   applied, the window held near the path's capacity, (almost) no drops.
-- sl_ern whose traffic the router does not count (gateway `ern_ports` another port: no ERN router
+- sl_ern whose traffic the router does not count (gateway `ern.ports` another port: no ERN router
   on this flow's path): the kernel's own CUBIC's drops and goodput (claim T1), which also checks
   the CUBIC restated in ern.bpf.c against the kernel's.
 """
@@ -57,7 +57,7 @@ def run(conf: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def cubic(emulator_bin: Path) -> dict[str, Any]:
     """The kernel's CUBIC on the same link and buffer: both tests compare with this one run."""
-    return run({"name": "cubic", "gateway": {"aqm": DROP_TAIL_20}})
+    return run({"name": "cubic", "gateway": {"egress": {"aqm": DROP_TAIL_20}}})
 
 
 def tail_drops(res: dict[str, Any]) -> int:
@@ -77,7 +77,7 @@ def test_xcp_gateway_holds_the_window_without_losses(cubic: dict[str, Any]) -> N
         {
             "name": "ern",
             "transport": {"congestion_control": "sl_ern"},
-            "gateway": {"aqm": DROP_TAIL_20, "ern": True},
+            "gateway": {"egress": {"aqm": DROP_TAIL_20}, "ern": {"enabled": True}},
         }
     )
     sender = ern["endhosts"]["srv1"]["sl_ern"]
@@ -121,7 +121,7 @@ def test_without_an_ern_router_it_is_its_base_cc(cubic: dict[str, Any]) -> None:
         {
             "name": "ern-no-router",
             "transport": {"congestion_control": "sl_ern"},
-            "gateway": {"aqm": DROP_TAIL_20, "ern": True, "ern_ports": [9]},
+            "gateway": {"egress": {"aqm": DROP_TAIL_20}, "ern": {"enabled": True, "ports": [9]}},
         }
     )
     sender = ern["endhosts"]["srv1"]["sl_ern"]

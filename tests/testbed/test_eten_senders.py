@@ -51,7 +51,11 @@ def scenario(seed: int) -> dict[str, Any]:
         },
         "traffic": [{"kind": "bulk_tcp", "duration_s": DURATION_S, "stop_s": DURATION_S}],
         "configurations": [
-            {"name": n, "transport": {"congestion_control": cc}, "gateway": {"eten": True}}
+            {
+                "name": n,
+                "transport": {"congestion_control": cc},
+                "gateway": {"eten": {"enabled": True}},
+            }
             for n, cc in (("newreno", "sl_newreno"), ("beten", "sl_beten"), ("oracle", "sl_oracle"))
         ],
     }
@@ -112,7 +116,7 @@ def test_ceten_runs_end_to_end_and_leaves_nothing(emulator_bin: Path) -> None:
         {
             "name": "ceten",
             "transport": {"congestion_control": "sl_ceten"},
-            "gateway": {"ceten": True},
+            "gateway": {"ceten": {"enabled": True}},
         }
     ]
     sc = parse_scenario(sc_dict)

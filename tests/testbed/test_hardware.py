@@ -348,7 +348,7 @@ def test_an_edge_gateway_run_on_hardware(lab: Lab, emulator_bin: Path) -> None:
             },
             "return": {"kind": "fixed", "rate_bps": 10e6, "delay_ms": 135},
         },
-        configurations=[{"name": "eten", "gateway": {"eten": True}}],
+        configurations=[{"name": "eten", "gateway": {"eten": {"enabled": True}}}],
     )
     res = run_one(sc, expand_runs(sc)[0])
     assert res["status"] == "ok", res.get("error")

@@ -37,7 +37,7 @@ ECN_LINK = {
     "forward": {"kind": "fixed", "rate_bps": 2e6, "delay_ms": 100, "queue": {"limit_packets": 100}},
     "return": {"kind": "fixed", "rate_bps": 2e6, "delay_ms": 100},
 }
-ECN_GATEWAY = {"aqm": {"kind": "red_ecn"}}
+ECN_GATEWAY = {"egress": {"aqm": {"kind": "red_ecn"}}}
 PLR_3PCT_BER = 2.54e-6  # 1 - (1 - BER)^(8 * 1500) = 3 %
 
 

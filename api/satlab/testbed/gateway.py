@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from satlab.gateway_settings import GatewaySettings, file_path
+from satlab.gateway_settings import GatewaySettings
 from satlab.settings import GATEWAY_HTTP_LISTEN as HTTP_LISTEN
 from satlab.testbed.topology import gateway_inside
 
@@ -40,21 +40,15 @@ def gateway_config(
     g: GatewaySettings, edge: str, sat_address: str, telemetry_socket: Path, seed: int
 ) -> dict[str, Any]:
     """The gateway's YAML configuration (as a dict) for one edge (gw, st, st2, ...): the
-    testbed's part (role, ports, seed, telemetry, the notices' source address, HTTP endpoint)
-    and each field of the scenario's section at the file path it names
-    (satlab.gateway_settings)."""
-    cfg: dict[str, Any] = {
+    scenario's section (the file's own sections, satlab.gateway_settings) merged under the
+    testbed's part (role, ports, seed, telemetry, the notices' source address, HTTP endpoint)."""
+    sections = g.file_sections()
+    return {
         "role": role(edge),
         "ports": {"inside": gateway_inside(edge), "outside": OUTSIDE},
         "seed": seed,
         "telemetry": {"socket": str(telemetry_socket), "reconnect_ms": 100},
-        "eten": {"source_ip": sat_address},
+        **sections,
+        "eten": {**sections.get("eten", {}), "source_ip": sat_address},
         "http": {"listen": HTTP_LISTEN},
     }
-    for name, value in g.model_dump().items():
-        *sections, key = file_path(GatewaySettings, name).split(".")
-        node = cfg
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[key] = value
-    return cfg

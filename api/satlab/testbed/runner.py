@@ -37,6 +37,7 @@ from satlab.link_backend import (
     check_before_testbed,
     emulator_link,
 )
+from satlab.records.gateway import Port
 from satlab.scenario import (
     BulkTcp,
     Configuration,
@@ -97,7 +98,7 @@ def emulator_config(
         "period_ms": period_ms,
     }
     g = spec.configuration.gateway
-    if g is not None and g.ceten:
+    if g is not None and g.ceten.enabled:
         cfg["telemetry"]["events"] = "all"  # CETEN samples every packet of the link
     if oracle:
         pin = str(host_schemes.pin_dir(tb.id) / "eten_notices")
@@ -401,7 +402,7 @@ def _load_schemes(sc: Scenario, conf: Configuration, tb: Testbed) -> host_scheme
             senders_cc.setdefault(role, set()).add(conf.pep.congestion_control)
     wanted = host_schemes.hosts_needing(senders_cc, pairs)
     eten = host_schemes.EtenOptions(
-        hmac_key_hex=conf.gateway.eten_hmac_key_hex if conf.gateway else None,
+        hmac_key_hex=conf.gateway.eten.hmac_key_hex if conf.gateway else None,
         rate_limit_per_s=conf.transport.eten.rate_limit_per_s,
         burst=conf.transport.eten.burst,
     )
@@ -571,12 +572,12 @@ def _artifacts(run: _Started, skipped: dict[str, str]) -> dict[str, str]:
 
 
 def ern_ports(sc: Scenario, conf: Configuration) -> list[int]:
-    """The gateway's `ern.ports` for a configuration: the scenario's `gateway.ern_ports` when
+    """The gateway's `ern.ports` for a configuration: the scenario's `gateway.ern.ports` when
     given, else the ports of the flows that use an IP-ERN scheme (traffic i runs on BASE_PORT + i),
     so the router counts exactly the ERN-over-TCP traffic, as the paper's reserved port does."""
     g = conf.gateway
-    if g is None or g.ern_ports:
-        return list(g.ern_ports) if g else []
+    if g is None or g.ern.ports:
+        return [p.root for p in g.ern.ports] if g else []
     return [
         BASE_PORT + i
         for i, t in enumerate(sc.traffic)
@@ -612,8 +613,9 @@ def _start_gateways(
     g = spec.configuration.gateway
     if g is None or tb.topo is None:
         return []
-    if g.ern:
-        g = g.model_copy(update={"ern_ports": ern_ports(sc, spec.configuration)})
+    if g.ern.enabled:
+        ports = [Port(p) for p in ern_ports(sc, spec.configuration)]
+        g = g.model_copy(update={"ern": g.ern.model_copy(update={"ports": ports})})
     edges = tb.topo.edges
     sockets = {v.edge: v.socket_path for v in relay.views} if relay else {}
     for edge in edges:

@@ -103,7 +103,7 @@ traffic:
 configurations:
   - name: cubic-red
     transport: {congestion_control: cubic}
-    gateway: {aqm: {kind: red}}
+    gateway: {egress: {aqm: {kind: red}}}
     pep: {edges: both}
 """
 

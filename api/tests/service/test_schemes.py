@@ -26,7 +26,7 @@ def test_every_scheme_is_a_configuration_a_scenario_accepts(
     assert red_ecn["configuration"] == {
         "name": "reno-red-ecn",
         "transport": {"congestion_control": "reno"},
-        "gateway": {"aqm": {"kind": "red_ecn"}},
+        "gateway": {"egress": {"aqm": {"kind": "red_ecn"}}},
     }
     assert next(s for s in got if s["name"] == "cubic")["paper_section"] is None
     # Every configuration fits into a scenario as is, all of them together too.

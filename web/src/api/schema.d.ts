@@ -851,6 +851,59 @@ export interface components {
                 [key: string]: components["schemas"]["MetricAggregate"];
             };
         };
+        /**
+         * Aqm
+         * @description Egress queue and AQM.
+         */
+        Aqm: {
+            /**
+             * @description Discipline.
+             * @default drop_tail
+             */
+            kind: components["schemas"]["AqmKind"];
+            /**
+             * Limit Bytes
+             * @description Hard limit, bytes.
+             * @default 1500000
+             */
+            limit_bytes: number;
+            /**
+             * Limit Packets
+             * @description Hard limit, packets.
+             * @default 1000
+             */
+            limit_packets: number;
+            /**
+             * Max P
+             * @description RED mark/drop probability at max_th.
+             * @default 0.1
+             */
+            max_p: number;
+            /**
+             * Max Th Packets
+             * @description RED maximum threshold (average queue, packets).
+             * @default 15
+             */
+            max_th_packets: number;
+            /**
+             * Min Th Packets
+             * @description RED minimum threshold (average queue, packets).
+             * @default 5
+             */
+            min_th_packets: number;
+            /**
+             * W Q
+             * @description RED averaging weight.
+             * @default 0.002
+             */
+            w_q: number;
+        };
+        /**
+         * AqmKind
+         * @description AQM discipline of the egress queue (Serialize: the schema then carries its default).
+         * @enum {string}
+         */
+        AqmKind: "drop_tail" | "red" | "red_ecn";
         /** ArtifactInfo */
         ArtifactInfo: {
             /** Name */
@@ -934,6 +987,37 @@ export interface components {
             hops: components["schemas"]["HopRow"][];
             /** Directions */
             directions: components["schemas"]["DirectionRow"][];
+        };
+        /**
+         * Ceten
+         * @description CETEN statistics and stamping.
+         */
+        Ceten: {
+            /**
+             * Alpha
+             * @description EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's
+             *     0.5 forgets a corruption within about ten packets; smaller values remember longer).
+             * @default 0.5
+             */
+            alpha: number;
+            /**
+             * Enabled
+             * @description Stamp the CETEN option's forward fields.
+             * @default false
+             */
+            enabled: boolean;
+            /**
+             * Max Flows
+             * @description Flows remembered for reflection.
+             * @default 65536
+             */
+            max_flows: number;
+            /**
+             * Reflect
+             * @description Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
+             * @default false
+             */
+            reflect: boolean;
         };
         /** ClaimOut */
         ClaimOut: {
@@ -1142,6 +1226,97 @@ export interface components {
             /** Availability Esn0 Db */
             availability_esn0_db: number;
         };
+        /**
+         * Egress
+         * @description Egress pacing.
+         */
+        Egress: {
+            /** @description Queue and AQM. */
+            aqm?: components["schemas"]["Aqm"] | null;
+            /**
+             * Fallback Rate Bps
+             * @description Rate before telemetry arrives; None = forward at line rate until then.
+             */
+            fallback_rate_bps?: number | null;
+            /**
+             * Overhead Bytes
+             * @description Bytes added to every frame when pacing (the link's encapsulation; GSE complete packet with a
+             *     3-byte label: 7).
+             * @default 7
+             */
+            overhead_bytes: number;
+            /**
+             * Rate Bps
+             * @description Fixed pacing rate, bit/s (overrides telemetry).
+             */
+            rate_bps?: number | null;
+            /**
+             * Rate Factor
+             * @description Pace at this fraction of the link's current useful rate (egress pacing rate / useful rate).
+             * @default 0.97
+             */
+            rate_factor: number;
+        };
+        /**
+         * Ern
+         * @description IP-ERN router (XCP laws).
+         */
+        Ern: {
+            /**
+             * Alpha
+             * @description Efficiency controller gain on spare bandwidth.
+             * @default 0.4
+             */
+            alpha: number;
+            /**
+             * Beta
+             * @description Efficiency controller gain on the persistent queue.
+             * @default 0.226
+             */
+            beta: number;
+            /**
+             * Capacity Factor
+             * @description Capacity = this fraction of the pacing rate.
+             * @default 1
+             */
+            capacity_factor: number;
+            /**
+             * Enabled
+             * @description Compute and apply feedback: the IP-ERN router (XCP laws on ERN traffic).
+             * @default false
+             */
+            enabled: boolean;
+            /**
+             * Gamma
+             * @description Fairness controller shuffling fraction.
+             * @default 0.1
+             */
+            gamma: number;
+            /**
+             * Initial Interval Ms
+             * @description Control interval before any RTT is known, ms.
+             * @default 600
+             */
+            initial_interval_ms: number;
+            /**
+             * Max Interval Ms
+             * @description Upper bound of the control interval, ms.
+             * @default 5000
+             */
+            max_interval_ms: number;
+            /**
+             * Min Interval Ms
+             * @description Lower bound of the control interval, ms.
+             * @default 10
+             */
+            min_interval_ms: number;
+            /**
+             * Ports
+             * @description ERN-over-TCP ports (either port of a segment); empty = any port.
+             * @default []
+             */
+            ports: components["schemas"]["Port"][];
+        };
         /** Estimate */
         Estimate: {
             /** Runs */
@@ -1160,7 +1335,7 @@ export interface components {
         /**
          * EtenSender
          * @description The sender's checks on BETEN notices before one counts (endhosts/bpf/eten.bpf.c; ETEN
-         *     report section 7). The MAC key is the gateway's `eten_hmac_key_hex`: with a key, unsigned or
+         *     report section 7). The MAC key is the gateway's `eten.hmac_key_hex`: with a key, unsigned or
          *     badly signed notices are refused.
          */
         EtenSender: {
@@ -1176,6 +1351,41 @@ export interface components {
              * @default 100
              */
             burst: number;
+        };
+        /**
+         * EtenSettings
+         * @description ETEN notifier.
+         */
+        EtenSettings: {
+            /**
+             * Burst
+             * @description Token-bucket depth.
+             * @default 100
+             */
+            burst: number;
+            /**
+             * Enabled
+             * @description Send BETEN notices for corrupted (and erased) packets.
+             * @default false
+             */
+            enabled: boolean;
+            /**
+             * Hmac Key Hex
+             * @description HMAC-SHA256 key, hex; None = no MAC.
+             */
+            hmac_key_hex?: string | null;
+            /**
+             * Notify Erased
+             * @description Notify erasures too (not only corruption).
+             * @default true
+             */
+            notify_erased: boolean;
+            /**
+             * Rate Limit Per S
+             * @description Token-bucket rate limit, notices per second.
+             * @default 1000
+             */
+            rate_limit_per_s: number;
         };
         /** ExceedanceOut */
         ExceedanceOut: {
@@ -1291,126 +1501,17 @@ export interface components {
             created_at: string;
         };
         /**
-         * GatewayAqm
-         * @description The gateway's egress queue toward the satellite (gateway/README.md, "AQM").
-         */
-        GatewayAqm: {
-            /**
-             * Kind
-             * @description Discipline.
-             * @default drop_tail
-             * @enum {string}
-             */
-            kind: "drop_tail" | "red" | "red_ecn";
-            /**
-             * Limit Packets
-             * @description Hard limit, packets.
-             * @default 1000
-             */
-            limit_packets: number;
-            /**
-             * Limit Bytes
-             * @description Hard limit, bytes.
-             * @default 1500000
-             */
-            limit_bytes: number;
-            /**
-             * Min Th Packets
-             * @description RED minimum threshold (average queue, packets).
-             * @default 5
-             */
-            min_th_packets: number;
-            /**
-             * Max Th Packets
-             * @description RED maximum threshold (average queue, packets).
-             * @default 15
-             */
-            max_th_packets: number;
-            /**
-             * Max P
-             * @description RED mark/drop probability at max_th.
-             * @default 0.1
-             */
-            max_p: number;
-            /**
-             * W Q
-             * @description RED averaging weight.
-             * @default 0.002
-             */
-            w_q: number;
-        };
-        /**
          * GatewaySettings
          * @description The edge gateway at both edges (gateway/README.md); absent: no gateway in the path.
          */
         GatewaySettings: {
-            /**
-             * Rate Factor
-             * @description Pace at this fraction of the link's current useful rate (egress pacing rate / useful rate).
-             * @default 0.97
-             */
-            rate_factor: number;
-            /**
-             * @description Queue and AQM.
-             * @default {
-             *       "kind": "drop_tail",
-             *       "limit_packets": 1000,
-             *       "limit_bytes": 1500000,
-             *       "min_th_packets": 5,
-             *       "max_th_packets": 15,
-             *       "max_p": 0.1,
-             *       "w_q": 0.002
-             *     }
-             */
-            aqm: components["schemas"]["GatewayAqm"];
-            /**
-             * Eten
-             * @description Send BETEN notices for corrupted (and erased) packets.
-             * @default false
-             */
-            eten: boolean;
-            /**
-             * Eten Hmac Key Hex
-             * @description HMAC-SHA256 key, hex; None = no MAC.
-             */
-            eten_hmac_key_hex?: string | null;
-            /**
-             * Eten Rate Limit Per S
-             * @description Token-bucket rate limit, notices per second.
-             * @default 1000
-             */
-            eten_rate_limit_per_s: number;
-            /**
-             * Ceten
-             * @description Stamp the CETEN option's forward fields.
-             * @default false
-             */
-            ceten: boolean;
-            /**
-             * Ceten Reflect
-             * @description Reflect forward values into the reverse fields of the local hosts' ACKs (receiver proxy).
-             * @default false
-             */
-            ceten_reflect: boolean;
-            /**
-             * Ceten Alpha
-             * @description EWMA weight of the newest packet in the per-link survival estimates (the ETEN report's
-             *     0.5 forgets a corruption within about ten packets; smaller values remember longer).
-             * @default 0.5
-             */
-            ceten_alpha: number;
-            /**
-             * Ern
-             * @description Compute and apply feedback: the IP-ERN router (XCP laws on ERN traffic).
-             * @default false
-             */
-            ern: boolean;
-            /**
-             * Ern Ports
-             * @description ERN-over-TCP ports (either port of a segment); empty = any port.
-             * @default []
-             */
-            ern_ports: number[];
+            /** @description Egress queue, pacing, AQM. */
+            egress?: components["schemas"]["Egress"];
+            eten?: components["schemas"]["EtenSettings"];
+            /** @description CETEN. */
+            ceten?: components["schemas"]["Ceten"];
+            /** @description IP-ERN. */
+            ern?: components["schemas"]["Ern"];
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -1717,6 +1818,8 @@ export interface components {
             }[];
             estimate: components["schemas"]["Estimate"];
         };
+        /** Port */
+        Port: number;
         /** PreviewIn */
         PreviewIn: {
             /**
