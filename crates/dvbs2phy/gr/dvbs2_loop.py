@@ -34,6 +34,11 @@ can transmit as it is.
 channel (at the sample rate on the RF path, before the front end): an SDR's underrun or dropped
 USB buffer, emulated (underrun.py); the Rust side then searches the next PLHEADER.
 
+--sdr-tx ARGS --sdr-rx ARGS (with --rf) replace gr-channels by a SoapySDR sink and source
+(sdr.py) at --center-freq-hz, sample rate --symbol-rate x --sps, gains --tx-gain-db and
+--rx-gain-db; no noise is added (the link's own). Exits at once, naming the arguments, when no
+device matches. Never run with hardware here.
+
 Prints one JSON line on stdout once the flowgraph runs ({"ready": true, ...}); exits when stdin
 closes (the Rust side's end). Debian's gnuradio imports only in /usr/bin/python3.
 """
@@ -55,6 +60,7 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "emulator" / "phy"))
 import dvbs2_tx as tx  # noqa: E402
 import rf_path  # noqa: E402
+import sdr  # noqa: E402
 import underrun  # noqa: E402
 
 
@@ -103,7 +109,18 @@ def build(args: argparse.Namespace) -> gr.top_block:
     # A Python block must stay referenced from Python while the flowgraph runs (else it is
     # collected and the scheduler calls into freed memory: a segmentation fault).
     tb.keep = gap
-    if args.rf:
+    if args.sdr_tx:
+        # The SDR pair in place of gr-channels (sdr.py): the waveform leaves through the sink
+        # and comes back through the source; the two streams are not connected here.
+        rate = args.symbol_rate * args.sps
+        shape = rf_path.shaping(args.sps, args.rolloff)
+        tx_side = sdr.sink(args.sdr_tx, rate, args.center_freq_hz, args.tx_gain_db)
+        rx_side = sdr.source(args.sdr_rx, rate, args.center_freq_hz, args.rx_gain_db)
+        rx = rf_path.front_end(args.sps, args.rolloff, args.fll_bandwidth)
+        tb.connect(src, *chain, lead, shape, *tx_side)
+        tb.connect(rx_side, *gap, *rx, sink)
+        recorded = shape
+    elif args.rf:
         chan = rf_path.channel(args.esn0, args.freq_offset, args.clock_ppm, args.sps, args.seed)
         shape = rf_path.shaping(args.sps, args.rolloff)
         rx = rf_path.front_end(args.sps, args.rolloff, args.fll_bandwidth)
@@ -139,6 +156,25 @@ def check_rf_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--clock-ppm {args.clock_ppm} is outside [-200, 200]")
 
 
+def check_sdr_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses SDR settings out of range (the Rust side checks them first: loop errors)."""
+    if not (args.sdr_tx or args.sdr_rx):
+        return
+    if not (args.sdr_tx and args.sdr_rx):
+        p.error("--sdr-tx and --sdr-rx go together (the RF path's two ends)")
+    if not args.rf:
+        p.error("--sdr-tx/--sdr-rx need --rf (the SDR pair replaces the RF path's channel)")
+    if args.freq_offset or args.clock_ppm:
+        p.error("--freq-offset/--clock-ppm are gr-channels' settings, not with --sdr-tx")
+    if not 1e6 <= args.center_freq_hz <= 6e9:
+        p.error(f"--center-freq-hz {args.center_freq_hz} is outside [1e6, 6e9]")
+    for name, gain in (("--tx-gain-db", args.tx_gain_db), ("--rx-gain-db", args.rx_gain_db)):
+        if not 0 <= gain <= 90:
+            p.error(f"{name} {gain} is outside [0, 90]")
+    if not 1e3 <= args.symbol_rate * args.sps <= 1e8:
+        p.error(f"--symbol-rate x --sps = {args.symbol_rate * args.sps} is outside [1e3, 1e8]")
+
+
 def check_underrun_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not 0 <= args.underrun_at <= 10**9:
         p.error(f"--underrun-at {args.underrun_at} is outside [0, 1e9] samples")
@@ -172,15 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--underrun-samples", type=int, default=0, help="how many samples it drops (0: none)"
     )
+    p.add_argument("--sdr-tx", help="--rf: SoapySDR device arguments of the transmitter")
+    p.add_argument("--sdr-rx", help="--rf: SoapySDR device arguments of the receiver")
+    p.add_argument("--center-freq-hz", type=float, default=0.0, help="--sdr-*: 1e6 to 6e9")
+    p.add_argument("--tx-gain-db", type=float, default=0.0, help="--sdr-tx: 0 to 90")
+    p.add_argument("--rx-gain-db", type=float, default=0.0, help="--sdr-rx: 0 to 90")
     args = p.parse_args(argv)
     tx.check_frame_args(p, args)
     check_rf_args(p, args)
+    check_sdr_args(p, args)
     check_underrun_args(p, args)
     try:
         geo = tx.geometry(args.modcod, args.frame, args.pilots)
     except ValueError as err:
         p.error(str(err))
-    tb = build(args)
+    try:
+        tb = build(args)
+    except sdr.NoDevice as err:
+        sys.exit(str(err))  # the Rust side shows the end of stderr
     tb.start()
     print(json.dumps({"ready": True, "lead_in": tx.PAD, **geo}), flush=True)
     with contextlib.suppress(ValueError, OSError):

@@ -22,6 +22,6 @@ pub mod receiver;
 pub mod waveform;
 
 pub use modcod::{FrameSize, ModCod, Modulation};
-pub use phy_loop::{Erasure, LoopConfig, LoopError, LoopFrame, PhyLoop, RfPath, Underrun};
+pub use phy_loop::{Erasure, LoopConfig, LoopError, LoopFrame, PhyLoop, RfPath, Sdr, Underrun};
 pub use receiver::{Config, Decoder, Delivered, FrameResult, Receiver};
 pub use waveform::{WaveformChannel, WaveformConfig, WaveformFrame};

@@ -189,6 +189,55 @@ pub struct RfPath {
     pub fll_bandwidth: f64,
     /// The receiver's sample clock off the transmitter's, parts per million (-200 to 200).
     pub clock_ppm: f64,
+    /// A SoapySDR transmitter and receiver in place of gr-channels (gr/sdr.py); then no noise,
+    /// carrier or clock offset is simulated (the radio link's own apply).
+    pub sdr: Option<Sdr>,
+}
+
+/// The SDR pair of the RF path: device arguments (SoapySDR's "driver=...,serial=..."), one
+/// centre frequency, the sample rate `symbol_rate_baud` x `RfPath::sps`. Wire TX to RX by coax
+/// through fixed attenuation, never an antenna. Not run with hardware (none on this machine).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sdr {
+    pub tx_args: String,
+    pub rx_args: String,
+    /// 1e6 to 6e9 Hz.
+    pub center_freq_hz: f64,
+    /// 0 to 90 dB each.
+    pub tx_gain_db: f64,
+    pub rx_gain_db: f64,
+    /// Symbols per second; times sps, 1e3 to 1e8 samples per second.
+    pub symbol_rate_baud: f64,
+}
+
+impl Sdr {
+    fn check(&self, sps: u32) -> Result<(), LoopError> {
+        let bad = |m: String| Err(LoopError::Unsupported(m));
+        if self.tx_args.is_empty() || self.rx_args.is_empty() {
+            return bad("rf.sdr.tx_args and rx_args must name a device (driver=...)".into());
+        }
+        if !(1e6..=6e9).contains(&self.center_freq_hz) {
+            return bad(format!(
+                "rf.sdr.center_freq_hz {} is outside [1e6, 6e9]",
+                self.center_freq_hz
+            ));
+        }
+        for (name, g) in [
+            ("tx_gain_db", self.tx_gain_db),
+            ("rx_gain_db", self.rx_gain_db),
+        ] {
+            if !(0.0..=90.0).contains(&g) {
+                return bad(format!("rf.sdr.{name} {g} is outside [0, 90]"));
+            }
+        }
+        let rate = self.symbol_rate_baud * f64::from(sps);
+        if !(1e3..=1e8).contains(&rate) {
+            return bad(format!(
+                "rf.sdr sample rate {rate} (symbol_rate_baud x sps) is outside [1e3, 1e8]"
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for RfPath {
@@ -200,6 +249,7 @@ impl Default for RfPath {
             freq_offset: 0.0,
             fll_bandwidth: 0.0,
             clock_ppm: 0.0,
+            sdr: None,
         }
     }
 }
@@ -233,6 +283,16 @@ impl RfPath {
                 "rf.clock_ppm {} is outside [-200, 200]",
                 self.clock_ppm
             ));
+        }
+        if let Some(sdr) = &self.sdr {
+            if self.freq_offset != 0.0 || self.clock_ppm != 0.0 {
+                return bad(
+                    "rf.freq_offset and rf.clock_ppm are gr-channels' settings, not \
+                     with rf.sdr (the radios' own offsets apply)"
+                        .into(),
+                );
+            }
+            sdr.check(self.sps)?;
         }
         Ok(())
     }
@@ -901,6 +961,13 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
             "--clock-ppm",
             &rf.clock_ppm.to_string(),
         ]);
+        if let Some(sdr) = &rf.sdr {
+            cmd.args(["--sdr-tx", &sdr.tx_args, "--sdr-rx", &sdr.rx_args])
+                .args(["--center-freq-hz", &sdr.center_freq_hz.to_string()])
+                .args(["--tx-gain-db", &sdr.tx_gain_db.to_string()])
+                .args(["--rx-gain-db", &sdr.rx_gain_db.to_string()])
+                .args(["--symbol-rate", &sdr.symbol_rate_baud.to_string()]);
+        }
     }
     // A loop started from a real-time thread (the emulator's direction thread, ACM's MODCOD
     // loops) must not hand SCHED_FIFO or a raised priority on to GNU Radio's threads, which would

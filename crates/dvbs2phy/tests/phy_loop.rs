@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use dvbs2phy::loop_bench::bbframe;
-use dvbs2phy::{Erasure, FrameSize, LoopConfig, LoopError, ModCod, PhyLoop, RfPath, Underrun};
+use dvbs2phy::{Erasure, FrameSize, LoopConfig, LoopError, ModCod, PhyLoop, RfPath, Sdr, Underrun};
 
 fn config(id: u32, pilots: bool, esn0_db: f64) -> LoopConfig {
     LoopConfig::new(ModCod::new(id, FrameSize::Short, pilots).unwrap(), esn0_db)
@@ -287,4 +287,56 @@ fn underrun_settings_are_checked() {
     });
     let e = PhyLoop::start(cfg).err().expect("refused").to_string();
     assert!(e.contains("underrun.samples 0 is outside [1, 1e7]"), "{e}");
+}
+
+fn sdr_config() -> LoopConfig {
+    let mut cfg = config(12, true, 12.0);
+    cfg.rf = Some(RfPath {
+        sdr: Some(Sdr {
+            // No SoapySDR module here, and no driver of that name anywhere: nothing is opened.
+            tx_args: "driver=satlab-absent-tx".into(),
+            rx_args: "driver=satlab-absent-rx".into(),
+            center_freq_hz: 1.2e9,
+            tx_gain_db: 0.0,
+            rx_gain_db: 0.0,
+            symbol_rate_baud: 1e6,
+        }),
+        ..RfPath::default()
+    });
+    cfg
+}
+
+#[test]
+fn an_sdr_that_is_not_there_is_refused_at_once_by_its_arguments() {
+    let t0 = std::time::Instant::now();
+    let e = PhyLoop::start(sdr_config()).err().expect("refused");
+    assert!(matches!(e, LoopError::FlowgraphNotRunning(_)), "{e:?}");
+    let e = e.to_string();
+    assert!(
+        e.contains("--sdr-tx 'driver=satlab-absent-tx': no SoapySDR device opened"),
+        "{e}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn sdr_settings_are_checked() {
+    let err = |f: fn(&mut RfPath)| {
+        let mut cfg = sdr_config();
+        f(cfg.rf.as_mut().unwrap());
+        PhyLoop::start(cfg).err().expect("refused").to_string()
+    };
+    let e = err(|r| r.sdr.as_mut().unwrap().center_freq_hz = 10e9);
+    assert!(
+        e.contains("rf.sdr.center_freq_hz 10000000000 is outside [1e6, 6e9]"),
+        "{e}"
+    );
+    let e = err(|r| r.sdr.as_mut().unwrap().rx_gain_db = -1.0);
+    assert!(e.contains("rf.sdr.rx_gain_db -1 is outside [0, 90]"), "{e}");
+    let e = err(|r| r.sdr.as_mut().unwrap().symbol_rate_baud = 1e8);
+    assert!(e.contains("rf.sdr sample rate 400000000"), "{e}");
+    let e = err(|r| r.sdr.as_mut().unwrap().tx_args.clear());
+    assert!(e.contains("must name a device"), "{e}");
+    let e = err(|r| r.freq_offset = 1e-3);
+    assert!(e.contains("not with rf.sdr"), "{e}");
 }

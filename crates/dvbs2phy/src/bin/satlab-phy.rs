@@ -31,7 +31,7 @@ use dvbs2phy::cpu::thread_cpu_s;
 use dvbs2phy::iq;
 use dvbs2phy::minsum::{CheckRule, DEFAULT_RULE};
 use dvbs2phy::{
-    loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver, RfPath, Underrun,
+    loop_bench, Config, Decoder, FrameSize, LoopConfig, ModCod, Receiver, RfPath, Sdr, Underrun,
 };
 
 /// Command line (clap); a usage error exits 2, like a decoding error.
@@ -142,6 +142,25 @@ struct Args {
     /// PHY loop: how many samples the underrun drops (1 to 1e7)
     #[arg(long, value_name = "N", requires = "underrun_at")]
     underrun_samples: Option<u64>,
+    /// PHY loop, --rf: a SoapySDR transmitter in place of gr-channels (device arguments,
+    /// "driver=..."); wire it to the receiver by coax through fixed attenuation, never radiate
+    #[arg(long, value_name = "ARGS", requires_all = ["rf", "sdr_rx", "center_freq_hz"])]
+    sdr_tx: Option<String>,
+    /// PHY loop, --sdr-tx: the SoapySDR receiver's device arguments
+    #[arg(long, value_name = "ARGS", requires = "sdr_tx")]
+    sdr_rx: Option<String>,
+    /// PHY loop, --sdr-tx: the centre frequency, Hz (1e6 to 6e9)
+    #[arg(long, value_name = "HZ", requires = "sdr_tx")]
+    center_freq_hz: Option<f64>,
+    /// PHY loop, --sdr-tx: transmit gain, dB (0 to 90)
+    #[arg(long, value_name = "DB", default_value_t = 0.0, requires = "sdr_tx")]
+    tx_gain_db: f64,
+    /// PHY loop, --sdr-tx: receive gain, dB (0 to 90)
+    #[arg(long, value_name = "DB", default_value_t = 0.0, requires = "sdr_tx")]
+    rx_gain_db: f64,
+    /// PHY loop, --sdr-tx: symbols per second (the sample rate is this times --sps)
+    #[arg(long, value_name = "BAUD", default_value_t = 1e6, requires = "sdr_tx")]
+    symbol_rate: f64,
 }
 
 impl Args {
@@ -221,6 +240,18 @@ fn rf_json(a: &Args) -> serde_json::Value {
 }
 
 /// --loop-bench: the PHY loop's figures as one JSON line.
+/// The SDR pair of --sdr-tx/--sdr-rx, if given.
+fn sdr(a: &Args) -> Option<Sdr> {
+    Some(Sdr {
+        tx_args: a.sdr_tx.clone()?,
+        rx_args: a.sdr_rx.clone()?,
+        center_freq_hz: a.center_freq_hz?,
+        tx_gain_db: a.tx_gain_db,
+        rx_gain_db: a.rx_gain_db,
+        symbol_rate_baud: a.symbol_rate,
+    })
+}
+
 fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
     let (Some(id), Some(frame), Some(esn0)) = (a.modcod, a.frame, a.esn0) else {
         unreachable!("clap requires --modcod, --frame and --esn0 with --loop-bench");
@@ -239,6 +270,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
         freq_offset: a.freq_offset,
         fll_bandwidth: a.fll_bandwidth,
         clock_ppm: a.clock_ppm,
+        sdr: sdr(a),
     });
     if let (Some(at_sample), Some(samples)) = (a.underrun_at, a.underrun_samples) {
         cfg.underrun = Some(Underrun { at_sample, samples });
