@@ -21,37 +21,30 @@ class NoDevice(RuntimeError):
     """No SoapySDR device matches the arguments (or it refused a setting)."""
 
 
-def _open(option: str, args: str, make):  # noqa: ANN001, ANN202
+def _open(option: str, block, args: str, rate: float, freq_hz: float, gain_db: float):  # noqa: ANN001, ANN202
+    """gr-soapy's `block` (soapy.sink or soapy.source: fc32, one channel) tuned to the settings;
+    NoDevice naming `option` and the arguments when no device matches or one refuses them."""
     try:
-        return make()
+        radio = block(args, "fc32", 1, "", "", [""], [""])
+        radio.set_sample_rate(0, rate)
+        radio.set_frequency(0, freq_hz)
+        radio.set_gain(0, gain_db)
     except RuntimeError as err:
         raise NoDevice(
             f"{option} {args!r}: no SoapySDR device opened ({err}); check the device arguments "
             "(SoapySDRUtil --find) and that the radio is attached"
         ) from err
+    return radio
 
 
 def sink(args: str, rate: float, freq_hz: float, gain_db: float) -> list[object]:
-    """The transmit side: scale to TX_SCALE, then the SDR sink (fc32, one channel)."""
-
-    def make():  # noqa: ANN202
-        s = soapy.sink(args, "fc32", 1, "", "", [""], [""])
-        s.set_sample_rate(0, rate)
-        s.set_frequency(0, freq_hz)
-        s.set_gain(0, gain_db)
-        return s
-
-    return [blocks.multiply_const_cc(TX_SCALE), _open("--sdr-tx", args, make)]
+    """The transmit side: scale to TX_SCALE, then the SDR sink."""
+    return [
+        blocks.multiply_const_cc(TX_SCALE),
+        _open("--sdr-tx", soapy.sink, args, rate, freq_hz, gain_db),
+    ]
 
 
 def source(args: str, rate: float, freq_hz: float, gain_db: float) -> object:
-    """The receive side: the SDR source (fc32, one channel)."""
-
-    def make():  # noqa: ANN202
-        s = soapy.source(args, "fc32", 1, "", "", [""], [""])
-        s.set_sample_rate(0, rate)
-        s.set_frequency(0, freq_hz)
-        s.set_gain(0, gain_db)
-        return s
-
-    return _open("--sdr-rx", args, make)
+    """The receive side: the SDR source."""
+    return _open("--sdr-rx", soapy.source, args, rate, freq_hz, gain_db)
