@@ -21,7 +21,14 @@ class NoDevice(RuntimeError):
     """No SoapySDR device matches the arguments (or it refused a setting)."""
 
 
-def _open(option: str, block, args: str, rate: float, freq_hz: float, gain_db: float):  # noqa: ANN001, ANN202
+def _open(  # noqa: ANN202
+    option: str,
+    block,  # noqa: ANN001
+    args: str,
+    rate: float,
+    freq_hz: float,
+    gain_db: float,
+):
     """gr-soapy's `block` (soapy.sink or soapy.source: fc32, one channel) tuned to the settings;
     NoDevice naming `option` and the arguments when no device matches or one refuses them."""
     try:

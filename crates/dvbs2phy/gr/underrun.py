@@ -3,8 +3,9 @@ sample `at` of its input, and passes everything else through unchanged.
 
 A real SDR loses samples when a USB buffer is dropped or the host does not keep up; the samples
 after the gap arrive on time but the stream has lost its frame alignment. The PHY loop's
-receiver must then find the next PLHEADER (crates/dvbs2phy/src/phy_loop.rs, `resync`): this
-block lets that be tested without a radio (dvbs2_loop.py --underrun-at/--underrun-samples).
+receiver must then find the next PLHEADER (crates/dvbs2phy/src/phy_loop.rs, `PhyLoop::front`
+and `next_start`): this block lets that be tested without a radio (dvbs2_loop.py
+--underrun-at/--underrun-samples).
 """
 
 from __future__ import annotations
