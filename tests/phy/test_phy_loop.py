@@ -85,6 +85,19 @@ def test_loop_bench_finds_the_frames_after_an_underrun() -> None:
     assert 16 <= out["ok"] <= 17 and out["lost"] >= 2
 
 
+def test_loop_bench_continuous_transmission_skips_the_dummy_frames() -> None:
+    # 20 ms pauses between 8PSK 3/5 short frames (5.6 ms at 1 Mbaud): the flowgraph fills them
+    # with dummy PLFRAMEs (3.3 ms each), which the loop skips; every frame comes back.
+    base = ("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12", "--frames", "8")
+    r = bench(*base, "--continuous", "1e6", "--pause-ms", "20")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["ok"] == 8 and out["lost"] == 0 and out["resyncs"] == 0
+    assert out["dummies"] >= 7, out["dummies"]  # at least one in each pause
+    r = bench(*base, "--continuous", "10")
+    assert r.returncode == 2 and "--continuous" in r.stderr and "[1000, 100000000]" in r.stderr
+
+
 def test_loop_bench_refuses_an_empty_underrun() -> None:
     base = ("--modcod", "12", "--frame", "short", "--pilots", "--esn0", "12")
     r = bench(*base, "--underrun-at", "100", "--underrun-samples", "0")

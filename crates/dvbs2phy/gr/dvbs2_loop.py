@@ -39,6 +39,10 @@ USB buffer, emulated (underrun.py); the Rust side then searches the next PLHEADE
 --rx-gain-db; no noise is added (the link's own). Exits at once, naming the arguments, when no
 device matches. Never run with hardware here.
 
+--continuous DUMMY sends the dummy PLFRAME in file DUMMY (cf32, built by the Rust side) whenever
+no data frame is ready, paced at --symbol-rate (continuous.py): an SDR sink is fed without gaps,
+as by a real modulator (EN 302 307-1 section 5.5.1); the Rust side skips the dummies.
+
 Prints one JSON line on stdout once the flowgraph runs ({"ready": true, ...}); exits when stdin
 closes (the Rust side's end). Debian's gnuradio imports only in /usr/bin/python3.
 """
@@ -51,6 +55,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 try:
     from gnuradio import blocks, gr, zeromq
 except ImportError as err:  # pragma: no cover - depends on the machine
@@ -58,6 +64,7 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 
 # The calibration transmitter's tables (MODCOD ids, constellations, frame geometry).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "emulator" / "phy"))
+import continuous  # noqa: E402
 import dvbs2_tx as tx  # noqa: E402
 import rf_path  # noqa: E402
 import sdr  # noqa: E402
@@ -101,6 +108,13 @@ def build(args: argparse.Namespace) -> gr.top_block:
     src = zeromq.pull_source(gr.sizeof_char, 1, args.input, 100, False, -1)
     src.set_min_output_buffer(4 * geo["kbch"])
     chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
+    # Dummy PLFRAMEs between the data frames (continuous.py), before the lead-in so the block
+    # counts whole frames from its first symbol.
+    fill = []
+    if args.continuous:
+        dummy = np.fromfile(args.continuous, dtype=np.complex64)
+        fill = [continuous.Continuous(geo["symbols"], dummy, args.symbol_rate)]
+    chain = [*chain, *fill]
     lead = blocks.delay(gr.sizeof_gr_complex, tx.PAD)
     sink = zeromq.push_sink(gr.sizeof_gr_complex, 1, args.output, 100, False, -1)
     # An emulated SDR underrun after the channel (before the front end on the RF path).
@@ -108,7 +122,7 @@ def build(args: argparse.Namespace) -> gr.top_block:
     gap = gap if args.underrun_samples > 0 else []
     # A Python block must stay referenced from Python while the flowgraph runs (else it is
     # collected and the scheduler calls into freed memory: a segmentation fault).
-    tb.keep = gap
+    tb.keep = gap + fill
     if args.sdr_tx:
         # The SDR pair in place of gr-channels (sdr.py): the waveform leaves through the sink
         # and comes back through the source; the two streams are not connected here.
@@ -192,7 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--in", dest="input", required=True, help="ZeroMQ address of the BBFRAMEs")
     p.add_argument("--out", dest="output", required=True, help="ZeroMQ address for the IQ")
     p.add_argument("--sigmf", help="also write the IQ to SIGMF.sigmf-data/.sigmf-meta")
-    p.add_argument("--symbol-rate", type=float, default=1e6, help="SigMF symbol rate, Hz")
+    p.add_argument(
+        "--symbol-rate", type=float, default=1e6, help="symbol rate, Hz (SigMF, --continuous)"
+    )
+    p.add_argument(
+        "--continuous",
+        metavar="DUMMY",
+        help="send the dummy PLFRAME in file DUMMY (cf32) whenever no frame is ready",
+    )
     p.add_argument("--rf", action="store_true", help="the RF path (rf_path.py), needs --pilots")
     p.add_argument("--sps", type=int, default=4, help="--rf: samples per symbol, 2-16")
     p.add_argument("--rolloff", type=float, default=0.2, help="--rf: 0.2, 0.25 or 0.35")

@@ -17,6 +17,18 @@ pub fn read(path: &Path) -> Result<Vec<C64>, String> {
     Ok(from_le_bytes(&bytes))
 }
 
+/// Writes `samples` as a complex64 file.
+pub fn write(path: &Path, samples: &[C64]) -> Result<(), String> {
+    let bytes: Vec<u8> = samples
+        .iter()
+        .flat_map(|c| {
+            let (re, im) = ((c.re as f32).to_le_bytes(), (c.im as f32).to_le_bytes());
+            re.into_iter().chain(im)
+        })
+        .collect();
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Samples from whole 8-byte groups of `bytes` (interleaved little-endian f32 I and Q).
 pub fn from_le_bytes(bytes: &[u8]) -> Vec<C64> {
     bytes

@@ -1,7 +1,7 @@
 //! The PHY loop's benchmark (`satlab-phy --loop-bench`): N BBFRAMEs through a running loop,
 //! `in_flight` ahead of the decoder, compared with what was sent.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::modcod::ModCod;
 use crate::phy_loop::{Erasure, LoopConfig, LoopError, PhyLoop};
@@ -62,6 +62,8 @@ pub struct BenchResult {
     pub lost: usize,
     /// Times the loop lost the frame alignment and found it again (`PhyLoop::resyncs`).
     pub resyncs: u64,
+    /// Dummy PLFRAMEs skipped (continuous transmission, `PhyLoop::dummies`).
+    pub dummies: u64,
     pub mean_iterations: f64,
     /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames decoded, dB.
     pub mean_esn0_est_db: f64,
@@ -86,11 +88,20 @@ impl BenchResult {
     }
 }
 
-/// Pushes `frames` BBFRAMEs through a new loop and counts what comes back. `one_at_a_time`:
-/// the emulator's synchronous use (`kind: dvbs2_waveform`), each frame submitted with its
-/// filler and decoded before the next (`PhyLoop::submit_flushed_at`; needs `per_frame_esn0`),
-/// `in_flight` unused.
-pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchResult, LoopError> {
+/// How the bench submits its frames.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Submit {
+    /// The emulator's synchronous use (`kind: dvbs2_waveform`), each frame submitted with its
+    /// filler and decoded before the next (`PhyLoop::submit_flushed_at`; needs
+    /// `per_frame_esn0`), `in_flight` unused.
+    pub one_at_a_time: bool,
+    /// A pause before each frame after the first: an idle modulator, which continuous
+    /// transmission (`LoopConfig::continuous`) fills with dummy PLFRAMEs.
+    pub pause: Duration,
+}
+
+/// Pushes `frames` BBFRAMEs through a new loop and counts what comes back.
+pub fn run(cfg: LoopConfig, frames: usize, how: Submit) -> Result<BenchResult, LoopError> {
     let esn0_db = cfg.esn0_db;
     let mc = cfg.modcod;
     let window = cfg.in_flight;
@@ -104,15 +115,18 @@ pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchR
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut sent = std::collections::VecDeque::new();
     let mut iterations = 0usize;
-    for _ in 0..frames {
+    for i in 0..frames {
+        if i > 0 && !how.pause.is_zero() {
+            std::thread::sleep(how.pause);
+        }
         let f = bbframe(&mc, &mut state);
-        if one_at_a_time {
+        if how.one_at_a_time {
             lp.submit_flushed_at(&f, esn0_db)?;
         } else {
             lp.submit(&f)?;
         }
         sent.push_back(f);
-        if one_at_a_time || lp.outstanding() >= window {
+        if how.one_at_a_time || lp.outstanding() >= window {
             iterations += tally(&mut r, &mut lp, &mut sent)?;
         }
     }
@@ -121,6 +135,7 @@ pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchR
     }
     r.wall_s = t0.elapsed().as_secs_f64();
     r.resyncs = lp.resyncs();
+    r.dummies = lp.dummies();
     r.mean_iterations = iterations as f64 / r.frames.max(1) as f64;
     r.mean_esn0_est_db /= (r.frames - r.lost).max(1) as f64;
     Ok(r)

@@ -23,6 +23,12 @@
 //! sample per symbol (gr/rf_path.py); the receiver estimates the noise and tracks the carrier
 //! frequency (`Config::track_frequency`), as it would behind a real tuner.
 //!
+//! Continuous transmission (`LoopConfig::continuous`, always with an SDR pair): the flowgraph
+//! sends a dummy PLFRAME (EN 302 307-1 5.5.1, `plframe::dummy_plframe`) whenever no frame is
+//! ready, as a real modulator does and an SDR sink needs; the loop tells a dummy's PLHEADER from
+//! a data frame's by which correlates better and skips it, and after lost samples searches for
+//! a chain of PLHEADERs of either kind (`find_any_header`).
+//!
 //! ZeroMQ: the `zmq` crate (0.9), the binding of libzmq, the library gr-zeromq uses; 0.9 links
 //! Debian's libzmq (libzmq3-dev) where 0.10 compiles its own copy. The pure-Rust `zeromq` crate
 //! would bring an async runtime into a crate that is a plain loop.
@@ -40,6 +46,7 @@ use crate::constellation::C64;
 use crate::cpu::thread_cpu_s;
 use crate::iq;
 use crate::modcod::ModCod;
+use crate::plframe::{self, DUMMY_SYMBOLS};
 use crate::receiver::{Config, Decoder, Delivered, Receiver};
 
 /// Debian's python with gnuradio (the only interpreter that imports it).
@@ -107,6 +114,10 @@ pub struct LoopConfig {
     /// The RF path instead of the symbol-level channel (needs pilots; not with
     /// `per_frame_esn0`).
     pub rf: Option<RfPath>,
+    /// Continuous transmission at this symbol rate (baud, 1e3 to 1e8): the flowgraph sends a
+    /// dummy PLFRAME whenever no frame is ready (gr/continuous.py) and the loop skips them. An
+    /// SDR pair (`rf.sdr`) always transmits continuously, at its own symbol rate.
+    pub continuous: Option<f64>,
     /// An SDR underrun, emulated in the flowgraph (gr/underrun.py): samples dropped once after
     /// the channel, to test the per-frame PLHEADER search.
     pub underrun: Option<Underrun>,
@@ -133,11 +144,18 @@ impl LoopConfig {
             in_flight: 4,
             sigmf: None,
             rf: None,
+            continuous: None,
             underrun: None,
             script: Path::new(env!("CARGO_MANIFEST_DIR")).join("gr/dvbs2_loop.py"),
             python: PathBuf::from(GR_PYTHON),
             timeout: Duration::from_secs(30),
         }
+    }
+
+    /// The symbol rate dummy PLFRAMEs keep up, if the transmission is continuous.
+    pub fn continuous_baud(&self) -> Option<f64> {
+        let sdr = self.rf.as_ref().and_then(|rf| rf.sdr.as_ref());
+        sdr.map(|s| s.symbol_rate_baud).or(self.continuous)
     }
 
     fn check(&self) -> Result<(), LoopError> {
@@ -161,6 +179,20 @@ impl LoopConfig {
                      energy, which the RF path's front end does not deliver"
                         .into(),
                 ));
+            }
+        }
+        if let Some(baud) = self.continuous {
+            if self.rf.as_ref().is_some_and(|rf| rf.sdr.is_some()) {
+                return Err(LoopError::Unsupported(
+                    "continuous with rf.sdr: an SDR pair always transmits continuously, at \
+                     rf.sdr.symbol_rate_baud"
+                        .into(),
+                ));
+            }
+            if !(1e3..=1e8).contains(&baud) {
+                return Err(LoopError::Unsupported(format!(
+                    "continuous {baud} baud is outside [1e3, 1e8]"
+                )));
             }
         }
         if let Some(u) = &self.underrun {
@@ -412,7 +444,8 @@ impl Pushed {
 enum Front {
     /// A PLHEADER: cut a frame here.
     Header,
-    /// The alignment was lost and found again further on: check again.
+    /// The alignment was lost and found again further on, or a dummy PLFRAME was skipped:
+    /// check again.
     Moved,
     /// Not enough samples to search: wait for more.
     Wait,
@@ -437,6 +470,8 @@ pub struct PhyLoop {
     ready: VecDeque<LoopFrame>,
     /// Times the frame alignment was lost and found again.
     resyncs: u64,
+    /// Dummy PLFRAMEs skipped (continuous transmission).
+    dummies: u64,
     next_seq: u64,
     /// Per-frame noise: its source, the flowgraph's own N0 and how many of `samples` (from the
     /// front) already carry their frame's noise.
@@ -492,6 +527,7 @@ impl PhyLoop {
             matched: true,
             ready: VecDeque::new(),
             resyncs: 0,
+            dummies: 0,
             next_seq: 0,
         };
         lp.wait_ready()?;
@@ -521,6 +557,11 @@ impl PhyLoop {
     /// and found the next PLHEADER further on.
     pub fn resyncs(&self) -> u64 {
         self.resyncs
+    }
+
+    /// Dummy PLFRAMEs received and skipped (continuous transmission).
+    pub fn dummies(&self) -> u64 {
+        self.dummies
     }
 
     /// Pushes one BBFRAME (K_bch / 8 bytes, MSB first) at the loop's Es/N0; returns its
@@ -672,7 +713,9 @@ impl PhyLoop {
             if self.matched && matches!(self.pushed.front(), Some(Pushed::Filler(_))) {
                 self.pushed.pop_front();
             } else {
-                let (d, cpu_s) = self.decode_front(next == len);
+                // The next PLHEADER anchors the phase after the frame, unless it is a dummy's.
+                let whole = next == len && !self.dummy_at(len, HEADER_QUALITY);
+                let (d, cpu_s) = self.decode_front(whole);
                 self.settle(d, cpu_s);
             }
             self.drop_samples(next);
@@ -692,6 +735,9 @@ impl PhyLoop {
     /// Checks the PLHEADER at the front of the samples; where there is none, searches the next
     /// one (the correlation of `sync`, over two frames) and drops the samples before it.
     fn front(&mut self) -> Result<Front, LoopError> {
+        if self.dummy_at(0, HEADER_QUALITY) {
+            return Ok(self.skip_dummy());
+        }
         if self.rx.header_quality(&self.samples[..90]) >= HEADER_QUALITY {
             return Ok(Front::Header);
         }
@@ -701,6 +747,9 @@ impl PhyLoop {
         let start = self.find_header(&self.samples)?;
         if start == 0 {
             // Noise on a PLHEADER where it belongs (low Es/N0), not a lost alignment.
+            if self.dummy_at(0, 0.0) {
+                return Ok(self.skip_dummy());
+            }
             return Ok(Front::Header);
         }
         self.drop_samples(start);
@@ -709,13 +758,33 @@ impl PhyLoop {
         Ok(Front::Moved)
     }
 
+    /// Drops the dummy PLFRAME at the front.
+    fn skip_dummy(&mut self) -> Front {
+        self.drop_samples(DUMMY_SYMBOLS);
+        self.dummies += 1;
+        Front::Moved
+    }
+
+    /// Continuous transmission: whether the 90 samples from `at` are a dummy PLFRAME's PLHEADER,
+    /// scoring at least `min` and more than a data frame's PLHEADER (which shares the SOF).
+    fn dummy_at(&self, at: usize, min: f64) -> bool {
+        if self.cfg.continuous_baud().is_none() {
+            return false;
+        }
+        let y = &self.samples[at..at + 90];
+        let d = self.rx.dummy_quality(y);
+        d >= min && d > self.rx.header_quality(y)
+    }
+
     /// Where the front frame's successor starts: one frame on when its PLHEADER is there; else
     /// (samples dropped inside the front frame: an underrun) the first PLHEADER after the front
     /// one. Searching from the front frame rather than from where its successor should have been
     /// keeps the successor when only a few samples went. None: too few samples to search yet.
     fn next_start(&self) -> Result<Option<usize>, LoopError> {
         let len = self.rx.frame_len();
-        if self.rx.header_quality(&self.samples[len..len + 90]) >= HEADER_QUALITY {
+        if self.rx.header_quality(&self.samples[len..len + 90]) >= HEADER_QUALITY
+            || self.dummy_at(len, HEADER_QUALITY)
+        {
             return Ok(Some(len));
         }
         if self.samples.len() < 2 * len + 91 {
@@ -811,6 +880,9 @@ impl PhyLoop {
     /// The offset of the first PLHEADER within a frame's length of the start of `samples` (the
     /// correlation summed over the frames buffered, `Receiver::find_start`).
     fn find_header(&self, samples: &[C64]) -> Result<usize, LoopError> {
+        if self.cfg.continuous_baud().is_some() {
+            return self.find_any_header(samples);
+        }
         let (start, quality) = self.rx.find_start(samples);
         if quality < 0.2 {
             return Err(LoopError::Sync(format!(
@@ -820,6 +892,57 @@ impl PhyLoop {
             )));
         }
         Ok(start)
+    }
+
+    /// Continuous transmission: the offset of the first PLHEADER, a data frame's or a dummy's,
+    /// within a frame's length of the start of `samples`. Data frames and dummies come in any
+    /// order, so `find_start`'s correlation at a frame's spacing does not hold: the first offset
+    /// where a chain of PLHEADERs, each one frame of its kind after the last, averages
+    /// HEADER_QUALITY (`chain_quality`).
+    fn find_any_header(&self, samples: &[C64]) -> Result<usize, LoopError> {
+        let mut best = 0.0f64;
+        for o in 0..self.rx.frame_len().min(samples.len().saturating_sub(90)) {
+            let q = self.chain_quality(samples, o);
+            if q >= HEADER_QUALITY {
+                return Ok(o);
+            }
+            best = best.max(q);
+        }
+        Err(LoopError::Sync(format!(
+            "no PLHEADER of {} or a dummy PLFRAME in {} samples (best chain of headers {best:.2}, \
+             at least {HEADER_QUALITY} expected)",
+            self.cfg.modcod.label(),
+            self.rx.frame_len()
+        )))
+    }
+
+    /// The mean PLHEADER quality of up to CHAIN headers from offset `o` of `s`, each taken as
+    /// the kind (data frame or dummy) it looks more like and the next one that frame's length
+    /// on; 0 when fewer than two fit or the first scores like noise (a shortcut: most offsets).
+    /// Noise alone averages 0.13 +- 0.05 / sqrt(CHAIN) (at most about 0.24 over the offsets of a
+    /// normal frame); PLHEADERs at Es/N0 = 1/N0 about 1/sqrt(1 + N0) (0.45 at -6 dB).
+    fn chain_quality(&self, s: &[C64], o: usize) -> f64 {
+        const CHAIN: usize = 4;
+        let (mut sum, mut n, mut at) = (0.0, 0, o);
+        while n < CHAIN && at + 90 <= s.len() {
+            let y = &s[at..at + 90];
+            let (h, d) = (self.rx.header_quality(y), self.rx.dummy_quality(y));
+            if n == 0 && h.max(d) < 0.2 {
+                return 0.0;
+            }
+            sum += h.max(d);
+            n += 1;
+            at += if d > h {
+                DUMMY_SYMBOLS
+            } else {
+                self.rx.frame_len()
+            };
+        }
+        if n < 2 {
+            0.0
+        } else {
+            sum / n as f64
+        }
     }
 
     /// Waits for IQ; pushes a filler frame when it stops, fails when the flowgraph is gone.
@@ -943,6 +1066,16 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
     }
     if let Some(s) = &cfg.sigmf {
         cmd.arg("--sigmf").arg(s);
+    }
+    if let Some(baud) = cfg.continuous_baud() {
+        let dummy = dir.join("dummy.cf32");
+        iq::write(&dummy, &plframe::dummy_plframe(cfg.goldcode as usize))
+            .map_err(LoopError::FlowgraphNotRunning)?;
+        cmd.arg("--continuous").arg(dummy);
+        if cfg.continuous.is_some() {
+            // (With an SDR, --symbol-rate is among the SDR's arguments below.)
+            cmd.args(["--symbol-rate", &baud.to_string()]);
+        }
     }
     if let Some(u) = &cfg.underrun {
         cmd.args(["--underrun-at", &u.at_sample.to_string()])

@@ -56,6 +56,24 @@ pub fn header_symbols(modcod: u32, short: bool, pilots: bool) -> Vec<C64> {
         .collect()
 }
 
+/// Symbols of a dummy PLFRAME (EN 302 307-1 5.5.1): a PLHEADER and 36 slots of 90.
+pub const DUMMY_SYMBOLS: usize = 90 + 36 * 90;
+
+/// A dummy PLFRAME, what a modulator sends when no BBFRAME is ready: the PLHEADER with the dummy
+/// PLS code (MODCOD 0; the TYPE bits, which 5.5.2 leaves to the dummy frame, are 0 here), then
+/// 36 slots of unmodulated symbols (1 + j)/sqrt 2, PL-scrambled like every PLFRAME's body
+/// (5.5.4, the sequence restarting after each PLHEADER).
+pub fn dummy_plframe(goldcode: usize) -> Vec<C64> {
+    let h = std::f64::consts::FRAC_1_SQRT_2;
+    let mut frame = header_symbols(0, false, false);
+    frame.extend(
+        scrambling(goldcode, DUMMY_SYMBOLS - 90)
+            .into_iter()
+            .map(|c| C64::new(h, h) * c),
+    );
+    frame
+}
+
 /// PL scrambling sequence exp(j pi R_n(i) / 2) for `len` symbols after the PLHEADER (5.5.4).
 pub fn scrambling(goldcode: usize, len: usize) -> Vec<C64> {
     const N: usize = (1 << 18) - 1;
@@ -143,6 +161,25 @@ pub fn is_short(f: FrameSize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dummy_plframe_is_a_header_and_scrambled_unmodulated_slots() {
+        let d = dummy_plframe(0);
+        assert_eq!(d.len(), DUMMY_SYMBOLS);
+        assert_eq!(DUMMY_SYMBOLS, 3330);
+        assert_eq!(&d[..90], &header_symbols(0, false, false)[..]);
+        // Descrambled, every slot symbol is (1 + j)/sqrt 2.
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        for (y, s) in d[90..].iter().zip(scrambling(0, DUMMY_SYMBOLS - 90)) {
+            let u = *y * s.conj();
+            assert!(
+                (u.re - h).abs() < 1e-12 && (u.im - h).abs() < 1e-12,
+                "{u:?}"
+            );
+        }
+        // Another gold code scrambles differently.
+        assert_ne!(dummy_plframe(1)[90..], d[90..]);
+    }
 
     #[test]
     fn pls_code_has_distance_32() {

@@ -136,10 +136,30 @@ pub struct Delivered {
 }
 
 /// A receiver for one MODCOD (CCM).
+/// How much `y` (90 symbols) looks like the PLHEADER `known`: the magnitudes of its two halves'
+/// correlations with the known symbols, summed (any carrier phase, and a carrier offset turning
+/// the header by up to half a turn per half), over sqrt(sum |y|^2 90). A noiseless PLHEADER
+/// scores 1, one at Es/N0 = 1/N0 about 1/sqrt(1 + N0), noise alone 0.13 +- 0.05.
+fn header_likeness(y: &[C64], known: &[C64]) -> f64 {
+    let (mut halves, mut e) = ([C64::default(); 2], 0.0);
+    for (k, (a, s)) in y[..90].iter().zip(known).enumerate() {
+        halves[k / 45] = halves[k / 45] + *a * s.conj();
+        e += a.norm2();
+    }
+    let c = halves[0].norm2().sqrt() + halves[1].norm2().sqrt();
+    if e > 0.0 {
+        c / (e * 90.0).sqrt()
+    } else {
+        0.0
+    }
+}
+
 pub struct Receiver {
     cfg: Config,
     cons: Constellation,
     header: Vec<C64>,
+    /// A dummy PLFRAME's PLHEADER (continuous transmission: `dummy_quality`).
+    dummy_header: Vec<C64>,
     scrambling: Vec<C64>,
     layout: Layout,
     decoder: Box<dyn LdpcDecoder>,
@@ -173,6 +193,7 @@ impl Receiver {
         Receiver {
             cons: Constellation::of(&mc),
             header: plframe::header_symbols(mc.id, plframe::is_short(mc.frame), mc.pilots),
+            dummy_header: plframe::dummy_plframe(cfg.goldcode)[..90].to_vec(),
             scrambling: plframe::scrambling(cfg.goldcode, frame_len - 90),
             layout: Layout::of(&mc),
             decoder,
@@ -233,23 +254,16 @@ impl Receiver {
         best
     }
 
-    /// How much `y` (90 symbols) looks like this MODCOD's PLHEADER: the magnitudes of its two
-    /// halves' correlations with the known symbols, summed (any carrier phase, and a carrier
-    /// offset turning the header by up to half a turn per half), over sqrt(sum |y|^2 90). A
-    /// noiseless PLHEADER scores 1, one at Es/N0 = 1/N0 about 1/sqrt(1 + N0), noise alone
-    /// 0.13 +- 0.05.
+    /// How much `y` (90 symbols) looks like this MODCOD's PLHEADER (`header_likeness`).
     pub fn header_quality(&self, y: &[C64]) -> f64 {
-        let (mut halves, mut e) = ([C64::default(); 2], 0.0);
-        for (k, (a, s)) in y[..90].iter().zip(&self.header).enumerate() {
-            halves[k / 45] = halves[k / 45] + *a * s.conj();
-            e += a.norm2();
-        }
-        let c = halves[0].norm2().sqrt() + halves[1].norm2().sqrt();
-        if e > 0.0 {
-            c / (e * 90.0).sqrt()
-        } else {
-            0.0
-        }
+        header_likeness(y, &self.header)
+    }
+
+    /// How much `y` (90 symbols) looks like a dummy PLFRAME's PLHEADER. A data frame's PLHEADER
+    /// shares the SOF with it and scores about 0.36 (the PLS codes differ in at least 32 of 64
+    /// bits): tell the two apart by which scores higher.
+    pub fn dummy_quality(&self, y: &[C64]) -> f64 {
+        header_likeness(y, &self.dummy_header)
     }
 
     fn anchor(&self, y: &[C64], known: &[C64], t0: usize) -> Anchor {
@@ -531,6 +545,30 @@ impl Track {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dummy_header_and_a_data_header_are_told_apart() {
+        let mc = ModCod::new(12, crate::FrameSize::Short, true).unwrap();
+        let rx = Receiver::new(Config {
+            modcod: mc,
+            goldcode: 0,
+            n0: None,
+            max_iterations: 50,
+            decoder: Decoder::MinSum(crate::minsum::DEFAULT_RULE),
+            track_frequency: false,
+        });
+        let data = plframe::header_symbols(12, true, true);
+        let dummy = &plframe::dummy_plframe(0)[..90];
+        // A carrier phase changes nothing (magnitudes of the correlations).
+        let turn = C64::new(0.6, 0.8);
+        let data: Vec<C64> = data.iter().map(|&s| s * turn).collect();
+        assert!((rx.header_quality(&data) - 1.0).abs() < 1e-9);
+        assert!((rx.dummy_quality(dummy) - 1.0).abs() < 1e-9);
+        // The shared SOF: each scores about 0.36 as the other kind, below its own 1.
+        let (cross_a, cross_b) = (rx.dummy_quality(&data), rx.header_quality(dummy));
+        assert!((0.25..0.5).contains(&cross_a), "{cross_a}");
+        assert!((0.25..0.5).contains(&cross_b), "{cross_b}");
+    }
 
     /// Anchors of a noiseless carrier turning `omega` radians per symbol: a 90-symbol block at
     /// 0 and 36-symbol blocks every 1476 symbols.

@@ -107,6 +107,15 @@ struct Args {
     /// filler frame behind it) decoded before the next is pushed; implies --per-frame-esn0
     #[arg(long, requires = "loop_bench")]
     one_at_a_time: bool,
+    /// PHY loop: continuous transmission at this symbol rate (1e3 to 1e8 baud): dummy PLFRAMEs
+    /// whenever no frame is ready (always on with --sdr-tx, at --symbol-rate)
+    #[arg(long, value_name = "BAUD", requires = "loop_bench",
+          value_parser = |v: &str| number_in(v, 1e3, 1e8))]
+    continuous: Option<f64>,
+    /// PHY loop: a pause before each frame after the first, ms (0 to 10000): an idle modulator
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "loop_bench",
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pause_ms: u64,
     /// PHY loop: also write the IQ to PATH.sigmf-data and PATH.sigmf-meta
     #[arg(long, value_name = "PATH")]
     sigmf: Option<PathBuf>,
@@ -276,7 +285,12 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
         cfg.underrun = Some(Underrun { at_sample, samples });
     }
     let frames = a.frames.unwrap_or(100);
-    let r = loop_bench::run(cfg, frames, a.one_at_a_time).map_err(|e| e.to_string())?;
+    cfg.continuous = a.continuous;
+    let how = loop_bench::Submit {
+        one_at_a_time: a.one_at_a_time,
+        pause: std::time::Duration::from_millis(a.pause_ms),
+    };
+    let r = loop_bench::run(cfg, frames, how).map_err(|e| e.to_string())?;
     let n = r.frames as f64;
     println!(
         "{}",
@@ -298,6 +312,9 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "residual_errors": r.residual_errors,
             "lost": r.lost,
             "resyncs": r.resyncs,
+            "continuous_baud": a.continuous,
+            "pause_ms": a.pause_ms,
+            "dummies": r.dummies,
             "mean_iterations": r.mean_iterations,
             "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
