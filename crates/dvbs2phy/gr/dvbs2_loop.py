@@ -6,7 +6,7 @@ for one MODCOD (CCM) and reconfiguring them means stopping the stream; starting 
 about 0.25 s on this machine (process start included), fine for a MODCOD change every few seconds,
 not per frame. A loop at another Es/N0 is another flowgraph.
 
-    BBFRAMEs in (ZeroMQ PULL, --in: K_bch bytes per frame, one bit per byte, MSB first: the
+    BBFRAMEs in (a pipe, --in-fd: K_bch bytes per frame, one bit per byte, MSB first: the
     BBHEADER and data field as the emulator builds them)
     -> BB scrambler (EN 302 307-1 5.2.2) -> BCH (5.3.1) -> LDPC (5.3.2) -> bit interleaver (5.3.3)
     -> mapper (5.4) -> PL framing, pilots, PL scrambling (5.5) -> gr-channels AWGN at --esn0
@@ -100,13 +100,11 @@ def sigmf_meta(args: argparse.Namespace, geo: dict[str, int]) -> dict[str, objec
 def build(args: argparse.Namespace) -> gr.top_block:
     geo = tx.geometry(args.modcod, args.frame, args.pilots)
     tb = gr.top_block()
-    # Blocking PULL: 100 ms receive timeout, then the scheduler calls it again. Its output
-    # buffer holds four frames: gr-zeromq's source copies a message larger than the room left
-    # in its call and the rest in the next call, which then waits the full timeout for another
-    # message before returning what it copied; the emulator submits a frame and a filler frame
-    # together (PhyLoop::submit_flushed_at), which then came out about 100 ms late.
-    src = zeromq.pull_source(gr.sizeof_char, 1, args.input, 100, False, -1)
-    src.set_min_output_buffer(4 * geo["kbch"])
+    # The BBFRAMEs come through a pipe, read by a blocking read(): a frame enters the chain the
+    # moment it is written. gr-zeromq's pull_source (used before) returns empty after its
+    # receive timeout, and in GNU Radio 3.10 a frame pushed after about 50 ms of silence then
+    # waited for the scheduler's next wake-up: 100-320 ms late, whatever the timeout.
+    src = blocks.file_descriptor_source(gr.sizeof_char, args.in_fd, False)
     chain = tx.bbframe_to_symbols(args.modcod, args.frame, args.pilots, args.goldcode)
     # Dummy PLFRAMEs between the data frames (continuous.py), before the lead-in so the block
     # counts whole frames from its first symbol.
@@ -203,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     tx.frame_args(p, "normal")
     p.add_argument("--esn0", type=float, required=True, help="Es/N0 dB, -10 to 40")
     p.add_argument("--seed", type=int, default=1, help="the channel's noise seed")
-    p.add_argument("--in", dest="input", required=True, help="ZeroMQ address of the BBFRAMEs")
+    p.add_argument("--in-fd", type=int, required=True, help="the pipe the BBFRAMEs come on")
     p.add_argument("--out", dest="output", required=True, help="ZeroMQ address for the IQ")
     p.add_argument("--sigmf", help="also write the IQ to SIGMF.sigmf-data/.sigmf-meta")
     p.add_argument(

@@ -64,6 +64,9 @@ pub struct BenchResult {
     pub resyncs: u64,
     /// Dummy PLFRAMEs skipped (continuous transmission, `PhyLoop::dummies`).
     pub dummies: u64,
+    /// One frame at a time: the longest time from a frame's submission to its verdict, s (the
+    /// first frame, which waits for the stream's synchronisation, left out).
+    pub max_round_trip_s: f64,
     pub mean_iterations: f64,
     /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames decoded, dB.
     pub mean_esn0_est_db: f64,
@@ -120,13 +123,19 @@ pub fn run(cfg: LoopConfig, frames: usize, how: Submit) -> Result<BenchResult, L
             std::thread::sleep(how.pause);
         }
         let f = bbframe(&mc, &mut state);
+        let submitted = Instant::now();
         if how.one_at_a_time {
             lp.submit_flushed_at(&f, esn0_db)?;
         } else {
             lp.submit(&f)?;
         }
         sent.push_back(f);
-        if how.one_at_a_time || lp.outstanding() >= window {
+        if how.one_at_a_time {
+            iterations += tally(&mut r, &mut lp, &mut sent)?;
+            if i > 0 {
+                r.max_round_trip_s = r.max_round_trip_s.max(submitted.elapsed().as_secs_f64());
+            }
+        } else if lp.outstanding() >= window {
             iterations += tally(&mut r, &mut lp, &mut sent)?;
         }
     }

@@ -3,7 +3,7 @@
 //! through this crate's receiver.
 //!
 //! The flowgraph is one process per MODCOD, frame size, pilots and Es/N0, kept running; frames go
-//! to it over a ZeroMQ PUSH socket (K_bch bytes, one bit each) and its IQ comes back over a PULL
+//! to it through a pipe (its fd 3; K_bch bytes, one bit each) and its IQ comes back over a ZeroMQ PULL
 //! socket as one stream of complex64 samples, in input order. Frame k of the output is the k-th
 //! frame pushed: `PhyLoop` keeps the pushed frames in a queue, finds the first PLHEADER and
 //! cuts the stream into PLFRAMEs, checking every frame's successor's PLHEADER: where samples
@@ -35,7 +35,9 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::{BufRead, BufReader};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -456,8 +458,9 @@ pub struct PhyLoop {
     cfg: LoopConfig,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// The write end of the BBFRAME pipe (the flowgraph's fd 3).
+    frames: Option<File>,
     dir: PathBuf,
-    push: zmq::Socket,
     pull: zmq::Socket,
     rx: Receiver,
     pushed: VecDeque<Pushed>,
@@ -492,16 +495,13 @@ impl PhyLoop {
         ));
         std::fs::create_dir_all(&dir)
             .map_err(|e| LoopError::FlowgraphNotRunning(format!("{}: {e}", dir.display())))?;
-        let (addr_in, addr_out) = (
-            format!("ipc://{}/in", dir.display()),
-            format!("ipc://{}/out", dir.display()),
-        );
+        let addr_out = format!("ipc://{}/out", dir.display());
         let ctx = zmq::Context::new();
-        let push = ctx.socket(zmq::PUSH).map_err(zmq_err("PUSH socket"))?;
-        push.bind(&addr_in).map_err(zmq_err(&addr_in))?;
         let pull = ctx.socket(zmq::PULL).map_err(zmq_err("PULL socket"))?;
         pull.connect(&addr_out).map_err(zmq_err(&addr_out))?;
-        let mut child = spawn(&cfg, &dir, &addr_in, &addr_out)?;
+        // Pending IQ is dropped at close (else the context's end waits for it).
+        pull.set_linger(0).map_err(zmq_err("PULL linger"))?;
+        let (mut child, frames) = spawn(&cfg, &dir, &addr_out)?;
         let stdin = child.stdin.take();
         let mut lp = PhyLoop {
             rx: Receiver::new(Config {
@@ -518,8 +518,8 @@ impl PhyLoop {
             cfg,
             child,
             stdin,
+            frames: Some(frames),
             dir,
-            push,
             pull,
             pushed: VecDeque::new(),
             samples: Vec::new(),
@@ -584,9 +584,7 @@ impl PhyLoop {
     /// Pushes one BBFRAME at `esn0_db` (needs `per_frame_esn0`) with a filler frame behind it,
     /// in one message: the synchronous use, one frame at a time. The channel holds a frame's
     /// last samples, and the receiver needs the PLHEADER after a frame, until more input comes;
-    /// the filler brings them out at once, where waiting costs `FLUSH_AFTER`. In one message
-    /// because a filler sent as a second message waited up to the flowgraph's 100 ms receive
-    /// timeout (ZeroMQ source) about every other frame.
+    /// the filler brings them out at once, where waiting costs `FLUSH_AFTER`.
     pub fn submit_flushed_at(&mut self, bbframe: &[u8], esn0_db: f64) -> Result<u64, LoopError> {
         if !self.cfg.per_frame_esn0 {
             return Err(LoopError::Unsupported(
@@ -653,10 +651,14 @@ impl PhyLoop {
         }
     }
 
+    /// Writes a BBFRAME's bits to the flowgraph's frame pipe (its source reads them as they
+    /// come).
     fn push_bits(&mut self, bits: &[u8]) -> Result<(), LoopError> {
-        self.push
-            .send(bits, 0)
-            .map_err(zmq_err("sending a BBFRAME"))
+        let written = match self.frames.as_mut() {
+            Some(pipe) => pipe.write_all(bits),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        written.map_err(|e| self.dead(&format!("writing a BBFRAME: {e}")))
     }
 
     /// Waits for the flowgraph's "ready" line (or its exit, or `timeout`).
@@ -1003,8 +1005,10 @@ impl PhyLoop {
 }
 
 impl Drop for PhyLoop {
-    /// Closes the flowgraph's stdin (it stops), kills it if it lingers, removes the sockets.
+    /// Closes the flowgraph's stdin (it stops), kills it if it lingers, removes the socket
+    /// directory.
     fn drop(&mut self) {
+        drop(self.frames.take());
         drop(self.stdin.take());
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(3) {
@@ -1034,8 +1038,38 @@ fn lost(seq: u64, n0: f64) -> LoopFrame {
     }
 }
 
-/// Starts the flowgraph process (stderr to DIR/stderr, read when it fails).
-fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<Child, LoopError> {
+/// The BBFRAME pipe's read end in the flowgraph (gr/dvbs2_loop.py `--in-fd`).
+const FRAMES_FD: i32 = 3;
+
+/// A pipe for the BBFRAMEs: (read end, write end), both close-on-exec; the read end reaches the
+/// flowgraph as FRAMES_FD (`spawn`). Room for a burst of frames (in_flight normal frames are up
+/// to 3.7 MB, the default 64 KiB holds one): 1 MiB, best effort (a full pipe blocks the write).
+fn frame_pipe() -> Result<(OwnedFd, File), LoopError> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given, which this function
+    // then owns (each wrapped once); fcntl only sets the pipe's size.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(LoopError::FlowgraphNotRunning(format!("frame pipe: {e}")));
+        }
+        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 1 << 20);
+        Ok((
+            OwnedFd::from_raw_fd(fds[0]),
+            File::from(OwnedFd::from_raw_fd(fds[1])),
+        ))
+    }
+}
+
+/// Starts the flowgraph process (stderr to DIR/stderr, read when it fails); returns it with the
+/// write end of its BBFRAME pipe. The frames go through a pipe, not a ZeroMQ socket:
+/// gr-zeromq's pull_source (used before) returns empty after its receive timeout, and in GNU
+/// Radio 3.10 a frame pushed after about 50 ms of silence then waited for the scheduler's next
+/// wake-up, 100-320 ms late (a frame alone after 200 ms of silence: 120 ms late); a blocking
+/// read() hands it on at once. Stdin stays the loop's lifetime (closed: the flowgraph stops).
+fn spawn(cfg: &LoopConfig, dir: &Path, addr_out: &str) -> Result<(Child, File), LoopError> {
+    let (frames_rd, frames_wr) = frame_pipe()?;
+    let rd = frames_rd.as_raw_fd();
     let mc = cfg.modcod;
     let frame = if mc.frame == crate::FrameSize::Normal {
         "normal"
@@ -1056,8 +1090,8 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
         .args([
             "--goldcode",
             &cfg.goldcode.to_string(),
-            "--in",
-            addr_in,
+            "--in-fd",
+            &FRAMES_FD.to_string(),
             "--out",
             addr_out,
         ]);
@@ -1108,15 +1142,21 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
     // SAFETY: between fork and exec the closure makes two system calls, async-signal-safe, and
     // touches no memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let p = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
             libc::setpriority(libc::PRIO_PROCESS, 0, 0);
+            // The frame pipe's read end as FRAMES_FD, kept across exec (dup2 clears
+            // close-on-exec, but not when rd already is FRAMES_FD: hence the fcntl).
+            if libc::dup2(rd, FRAMES_FD) < 0 || libc::fcntl(FRAMES_FD, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }
     // Nothing is written to stdin: it stays open while the loop lives.
-    cmd.stdin(Stdio::piped())
+    let child = cmd
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
@@ -1126,7 +1166,10 @@ fn spawn(cfg: &LoopConfig, dir: &Path, addr_in: &str, addr_out: &str) -> Result<
                 cfg.python.display(),
                 cfg.script.display()
             ))
-        })
+        })?;
+    // The child has its copy; this one would keep the pipe open after the child's death.
+    drop(frames_rd);
+    Ok((child, frames_wr))
 }
 
 /// Bits (one per byte) packed MSB first.

@@ -315,6 +315,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "continuous_baud": a.continuous,
             "pause_ms": a.pause_ms,
             "dummies": r.dummies,
+            "max_round_trip_s": a.one_at_a_time.then_some(r.max_round_trip_s),
             "mean_iterations": r.mean_iterations,
             "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
