@@ -62,6 +62,9 @@ pub struct BenchResult {
     pub lost: usize,
     /// Times the loop lost the frame alignment and found it again (`PhyLoop::resyncs`).
     pub resyncs: u64,
+    /// Frames whose link noise was above their Es/N0's (`PhyLoop::fade_floor_frames`: RF path
+    /// with per-frame Es/N0 only).
+    pub fade_floor_frames: u64,
     pub mean_iterations: f64,
     /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames decoded, dB.
     pub mean_esn0_est_db: f64,
@@ -121,6 +124,7 @@ pub fn run(cfg: LoopConfig, frames: usize, one_at_a_time: bool) -> Result<BenchR
     }
     r.wall_s = t0.elapsed().as_secs_f64();
     r.resyncs = lp.resyncs();
+    r.fade_floor_frames = lp.fade_floor_frames();
     r.mean_iterations = iterations as f64 / r.frames.max(1) as f64;
     r.mean_esn0_est_db /= (r.frames - r.lost).max(1) as f64;
     Ok(r)

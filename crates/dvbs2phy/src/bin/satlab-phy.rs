@@ -298,6 +298,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "residual_errors": r.residual_errors,
             "lost": r.lost,
             "resyncs": r.resyncs,
+            "fade_floor_frames": r.fade_floor_frames,
             "mean_iterations": r.mean_iterations,
             "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
