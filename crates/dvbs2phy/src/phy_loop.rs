@@ -252,7 +252,9 @@ impl Default for RfPath {
 }
 
 impl RfPath {
-    fn check(&self) -> Result<(), LoopError> {
+    /// Refuses settings outside the flowgraph's ranges, naming the field (`rf.sps`, ...) and the
+    /// limit.
+    pub fn check(&self) -> Result<(), LoopError> {
         let bad = |m: String| Err(LoopError::Unsupported(m));
         if !(2..=16).contains(&self.sps) {
             return bad(format!("rf.sps {} is outside [2, 16]", self.sps));
