@@ -50,7 +50,7 @@ fn rf_path(d: &DirectionConfig) -> Option<RfPath> {
         sdr: w.sdr.as_ref().map(|s| Sdr {
             tx_args: s.tx_args.clone(),
             rx_args: s.rx_args.clone(),
-            center_freq_hz: s.center_freq_hz,
+            center_freq_hz: s.center_freq_hz.unwrap_or_default(), // required by linkmodel
             tx_gain_db: s.tx_gain_db,
             rx_gain_db: s.rx_gain_db,
             symbol_rate_baud: d.symbol_rate_baud.unwrap_or(40e6),

@@ -343,12 +343,16 @@ impl Default for WaveformChannelConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SdrConfig {
-    /// The transmitter's device arguments ("driver=...,serial=...").
+    /// The transmitter's device arguments ("driver=...,serial=..."; must not be empty).
+    #[serde(default)]
     pub tx_args: String,
     /// The receiver's.
+    #[serde(default)]
     pub rx_args: String,
     #[schemars(range(min = 1000000.0, max = 6000000000.0), extend("x-unit" = "Hz"))]
-    pub center_freq_hz: f64,
+    /// Required (absent: refused naming it).
+    #[serde(default)]
+    pub center_freq_hz: Option<f64>,
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 90.0), extend("x-unit" = "dB"))]
     pub tx_gain_db: f64,

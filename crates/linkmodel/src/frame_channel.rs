@@ -177,6 +177,9 @@ impl WaveformFrames {
 /// of one terminal, DVB-S2 MODCODs, the decoder alone deciding each frame. The decoder's ceiling
 /// on the symbol rate is the emulator's check (it knows the decoder).
 pub(crate) fn validate_waveform(d: &DirectionConfig, p: &str) -> Result<(), ConfigError> {
+    if let Some(w) = &d.waveform {
+        waveform_bounds(w, &format!("{p}.waveform"))?;
+    }
     if !d.is_waveform() {
         if d.waveform.is_some() {
             return Err(ConfigError::field(
@@ -265,6 +268,15 @@ fn validate_waveform_channel(
             ),
         ));
     }
+    match &w.sdr {
+        Some(sdr) => validate_sdr(d, w, sdr, wp),
+        None => Ok(()),
+    }
+}
+
+/// The ranges of a waveform channel's numbers (dvbs2phy's `RfPath` and `Sdr` limits), checked
+/// before the other rules so that a value out of range is named as such.
+fn waveform_bounds(w: &WaveformChannelConfig, wp: &str) -> Result<(), ConfigError> {
     check_range(&format!("{wp}.sps"), w.sps, 2, 16, " samples per symbol")?;
     check_range(
         &format!("{wp}.freq_offset"),
@@ -287,10 +299,27 @@ fn validate_waveform_channel(
         0.05,
         "",
     )?;
-    match &w.sdr {
-        Some(sdr) => validate_sdr(d, w, sdr, wp),
-        None => Ok(()),
+    if let Some(sdr) = &w.sdr {
+        let sp = format!("{wp}.sdr");
+        if let Some(f) = sdr.center_freq_hz {
+            check_range(&format!("{sp}.center_freq_hz"), f, 1e6, 6e9, " Hz")?;
+        }
+        check_range(
+            &format!("{sp}.tx_gain_db"),
+            sdr.tx_gain_db,
+            0.0,
+            90.0,
+            " dB",
+        )?;
+        check_range(
+            &format!("{sp}.rx_gain_db"),
+            sdr.rx_gain_db,
+            0.0,
+            90.0,
+            " dB",
+        )?;
     }
+    Ok(())
 }
 
 /// The bounds of an SDR pair: device arguments, centre frequency, gains, sample rate; no
@@ -317,28 +346,12 @@ fn validate_sdr(
             ));
         }
     }
-    let sp = format!("{wp}.sdr");
-    check_range(
-        &format!("{sp}.center_freq_hz"),
-        sdr.center_freq_hz,
-        1e6,
-        6e9,
-        " Hz",
-    )?;
-    check_range(
-        &format!("{sp}.tx_gain_db"),
-        sdr.tx_gain_db,
-        0.0,
-        90.0,
-        " dB",
-    )?;
-    check_range(
-        &format!("{sp}.rx_gain_db"),
-        sdr.rx_gain_db,
-        0.0,
-        90.0,
-        " dB",
-    )?;
+    if sdr.center_freq_hz.is_none() {
+        return Err(ConfigError::field(
+            format!("{wp}.sdr.center_freq_hz"),
+            "required with sdr (the radios' centre frequency, 1e6 to 6e9 Hz)",
+        ));
+    }
     let p = wp.trim_end_matches(".waveform");
     let rate = d.symbol_rate_baud.unwrap_or(40e6) * f64::from(w.sps);
     if !(1e3..=1e8).contains(&rate) {
