@@ -15,9 +15,11 @@
 //! (emulator/CONFIG.md, "kind: dvbs2_waveform"). A MODCOD's first frame starts its flowgraph,
 //! 0.25-1.3 s: the CCM or VCM MODCODs are started at load, ACM's on their first frame.
 
-use dvbs2phy::waveform::{ceiling_baud, check_ceiling};
-use dvbs2phy::{ModCod, WaveformChannel, WaveformConfig};
-use linkmodel::config::{AcmMode, ConfigError, DirectionConfig, FrameSize, LinkConfig};
+use dvbs2phy::waveform::{ceiling_baud_on, check_ceiling_on};
+use dvbs2phy::{ModCod, RfPath, Sdr, WaveformChannel, WaveformConfig};
+use linkmodel::config::{
+    AcmMode, ConfigError, DirectionConfig, FrameSize, LinkConfig, WaveformPath,
+};
 use linkmodel::frame_channel::{Decoded, FrameChannel};
 use linkmodel::modcod::{dvbs2_shape, ModcodTable};
 use linkmodel::{Dir, Direction, Model};
@@ -33,6 +35,27 @@ fn phy_frame(f: FrameSize) -> dvbs2phy::FrameSize {
         FrameSize::Normal => dvbs2phy::FrameSize::Normal,
         FrameSize::Short => dvbs2phy::FrameSize::Short,
     }
+}
+
+/// The RF path of forward direction `d` (`waveform: {path: rf, ...}`), None on the symbol-level
+/// channel: the direction's roll-off, and its symbol rate as the SDR pair's.
+fn rf_path(d: &DirectionConfig) -> Option<RfPath> {
+    let w = d.waveform.as_ref().filter(|w| w.path == WaveformPath::Rf)?;
+    Some(RfPath {
+        sps: w.sps,
+        rolloff: d.roll_off,
+        freq_offset: w.freq_offset,
+        fll_bandwidth: w.fll_bandwidth,
+        clock_ppm: w.clock_ppm,
+        sdr: w.sdr.as_ref().map(|s| Sdr {
+            tx_args: s.tx_args.clone(),
+            rx_args: s.rx_args.clone(),
+            center_freq_hz: s.center_freq_hz.unwrap_or_default(), // required by linkmodel
+            tx_gain_db: s.tx_gain_db,
+            rx_gain_db: s.rx_gain_db,
+            symbol_rate_baud: d.symbol_rate_baud.unwrap_or(40e6),
+        }),
+    })
 }
 
 /// The decoder behind a waveform link.
@@ -95,6 +118,13 @@ pub fn check(link: &LinkConfig) -> Result<(), ConfigError> {
         .as_ref()
         .map(|p| ModcodTable::load(p))
         .transpose()?;
+    let rf = rf_path(d);
+    if let Some(r) = &rf {
+        // linkmodel checked the same bounds by field; this is the PHY loop's own check.
+        r.check()
+            .map_err(|e| ConfigError::field("forward.waveform", e.to_string()))?;
+    }
+    let on_rf = rf.is_some();
     let mut worst: Option<ModCod> = None;
     for id in modcods_in_use(d)? {
         let mc = ModCod::new(id, phy_frame(d.frame), d.pilots).map_err(|e| {
@@ -119,13 +149,13 @@ pub fn check(link: &LinkConfig) -> Result<(), ConfigError> {
                 ));
             }
         }
-        if worst.is_none_or(|w| ceiling_baud(&mc) < ceiling_baud(&w)) {
+        if worst.is_none_or(|w| ceiling_baud_on(on_rf, &mc) < ceiling_baud_on(on_rf, &w)) {
             worst = Some(mc);
         }
     }
     let rate = d.symbol_rate_baud.unwrap_or(40e6);
     match worst {
-        Some(mc) => check_ceiling("forward.symbol_rate_baud", rate, &mc)
+        Some(mc) => check_ceiling_on(on_rf, "forward.symbol_rate_baud", rate, &mc)
             .map_err(|e| ConfigError::field(e.field, e.reason)),
         None => Ok(()),
     }
@@ -138,6 +168,7 @@ pub fn forward_model(link: &LinkConfig) -> Result<Model, String> {
     let mut cfg = WaveformConfig::new(phy_frame(d.frame), d.pilots);
     // The run's seed gives the channel's noise: the same seed, the same frame fates.
     cfg.seed = (link.seed ^ (link.seed >> 32)) as u32;
+    cfg.rf = rf_path(d);
     let mut channel = WaveformChannel::new(cfg);
     if d.acm.mode != AcmMode::Acm {
         for id in modcods_in_use(d).map_err(|e| e.to_string())? {
@@ -155,6 +186,7 @@ pub fn forward_model(link: &LinkConfig) -> Result<Model, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dvbs2phy::waveform::ceiling_baud;
     use linkmodel::{LossCause, Outcome};
 
     /// A forward link of kind dvbs2_waveform: CCM QPSK 1/2 (id 4), short frames with pilots, at
@@ -165,6 +197,18 @@ mod tests {
             "forward:\n  kind: dvbs2_waveform\n  symbol_rate_baud: {symbol_rate}\n  frame: short\n  \
              delay_ms: 10\n  acm: {{mode: ccm, modcod: 4}}\n  \
              uplink: {{clear_sky_db: 60}}\n  downlink: {{clear_sky_db: {esn0_db}}}\n"
+        );
+        LinkConfig::from_yaml_str(&yaml).unwrap()
+    }
+
+    /// The same link over the RF path (RRC at 4 samples per symbol, roll-off 0.35, a carrier
+    /// offset of 2e-3 cycles per symbol, timing recovery).
+    fn rf_link(esn0_db: f64, symbol_rate: f64) -> LinkConfig {
+        let yaml = format!(
+            "forward:\n  kind: dvbs2_waveform\n  symbol_rate_baud: {symbol_rate}\n  frame: short\n  \
+             delay_ms: 10\n  acm: {{mode: ccm, modcod: 4}}\n  \
+             uplink: {{clear_sky_db: 60}}\n  downlink: {{clear_sky_db: {esn0_db}}}\n  \
+             waveform: {{path: rf, freq_offset: 0.002}}\n"
         );
         LinkConfig::from_yaml_str(&yaml).unwrap()
     }
@@ -237,6 +281,40 @@ mod tests {
         }
         assert!(c.frame_erasures >= 2, "{c:?}");
         assert_eq!(c.erased_packets, 10);
+    }
+
+    #[test]
+    fn the_rf_path_delivers_above_the_threshold_and_erases_below() {
+        let sent = packets(12);
+        let (out, c) = run(&rf_link(15.0, 100_000.0), &sent);
+        assert!(
+            out.iter().all(|o| matches!(
+                o,
+                Outcome::Deliver {
+                    corrupted: None,
+                    ..
+                }
+            )),
+            "{out:?}"
+        );
+        assert_eq!((c.frame_erasures, c.delivered_packets), (0, 12));
+        let (_, c) = run(&rf_link(-3.0, 100_000.0), &packets(6));
+        assert_eq!(c.erased_packets, 6, "{c:?}");
+    }
+
+    #[test]
+    fn the_rf_paths_ceiling_is_lower_and_refused_by_field() {
+        let mc = ModCod::new(4, dvbs2phy::FrameSize::Short, true).unwrap();
+        let limit = ceiling_baud_on(true, &mc);
+        assert!(limit < ceiling_baud(&mc));
+        assert!(check(&rf_link(10.0, limit.floor())).is_ok());
+        let e = check(&rf_link(10.0, (limit * 1.1).round()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("forward.symbol_rate_baud: ") && e.contains("on the RF path"),
+            "{e}"
+        );
     }
 
     #[test]

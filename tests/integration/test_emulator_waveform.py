@@ -135,3 +135,56 @@ def test_a_symbol_rate_above_the_decoders_ceiling_is_refused(tmp_path: Path) -> 
     assert p.returncode == 2, p.stderr
     assert "forward.symbol_rate_baud: 10000000 baud with QPSK 1/2" in p.stderr, p.stderr
     assert "at most 2226420 baud" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+def rf_link(esn0_db: float, symbol_rate: float) -> dict[str, Any]:
+    """The waveform link of QPSK 1/2 short frames with pilots over the RF path (RRC at 4 samples
+    per symbol, roll-off 0.2, a carrier offset of 2e-3 cycles per symbol, timing recovery)."""
+    return {
+        **waveform_link(esn0_db, 4, symbol_rate, True),
+        "roll_off": 0.2,
+        "waveform": {"path": "rf", "freq_offset": 0.002},
+    }
+
+
+def test_udp_crosses_the_rf_path(topo: Topology, emulator: EmulatorFactory) -> None:
+    """60 UDP payloads of 1000 bytes over the RF path at 15 dB, 400 kbaud (48 frames/s, below
+    the RF path's ceiling of 60.6 short QPSK frames/s): every one arrives, no frame erased."""
+    emu = emulator(forward=rf_link(15.0, 4.0e5), **{"return": {"delay_ms": 50.0}})
+    with udp_receiver(topo, topo.st, port=5001) as rx:
+        sent = send_udp(topo, topo.gw, topo.st_ip, 5001, 60, 1000, rate_bps=200_000)
+        rx.wait_idle(idle_s=0.5, timeout=5.0)
+        got = len({a.seq for a in rx.arrivals if a.seq >= 0})
+    c = emu.status()["forward"]["counters"]
+    print(f"RF path: {got}/{sent} received; forward {c}")
+    assert got == sent == 60
+    assert c["frame_erasures"] == 0, c
+
+
+def check_config(tmp_path: Path, forward: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """`satlab-emulator --check` of base_config with `forward`."""
+    cfg = base_config(tmp_path)
+    cfg["forward"] = forward
+    path = tmp_path / "emulator.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return subprocess.run(
+        [str(EMULATOR_BIN), "--config", str(path), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_the_rf_paths_settings_and_ceiling_are_checked(tmp_path: Path) -> None:
+    """On the RF path the ceiling is lower (1 Mbaud passes the symbol-level check, not the RF
+    path's), and a setting out of range is refused naming the field and the limit."""
+    p = check_config(tmp_path, rf_link(10.0, 1.0e6))
+    assert p.returncode == 2, p.stderr
+    assert "forward.symbol_rate_baud: 1000000 baud with QPSK 1/2" in p.stderr, p.stderr
+    assert "on the RF path (at most 507222 baud)" in p.stderr, p.stderr
+    bad = {**rf_link(10.0, 4.0e5), "waveform": {"path": "rf", "sps": 32}}
+    p = check_config(tmp_path, bad)
+    assert p.returncode == 2, p.stderr
+    assert "forward.waveform.sps: value 32 is outside the allowed range [2, 16]" in p.stderr
+    assert check_config(tmp_path, rf_link(10.0, 4.0e5)).returncode == 0

@@ -67,6 +67,9 @@ pub struct BenchResult {
     /// One frame at a time: the longest time from a frame's submission to its verdict, s (the
     /// first frame, which waits for the stream's synchronisation, left out).
     pub max_round_trip_s: f64,
+    /// Frames whose link noise was above their Es/N0's (`PhyLoop::fade_floor_frames`: RF path
+    /// with per-frame Es/N0 only).
+    pub fade_floor_frames: u64,
     pub mean_iterations: f64,
     /// The receiver's Es/N0 estimate (from the known symbols), mean over the frames decoded, dB.
     pub mean_esn0_est_db: f64,
@@ -145,6 +148,7 @@ pub fn run(cfg: LoopConfig, frames: usize, how: Submit) -> Result<BenchResult, L
     r.wall_s = t0.elapsed().as_secs_f64();
     r.resyncs = lp.resyncs();
     r.dummies = lp.dummies();
+    r.fade_floor_frames = lp.fade_floor_frames();
     r.mean_iterations = iterations as f64 / r.frames.max(1) as f64;
     r.mean_esn0_est_db /= (r.frames - r.lost).max(1) as f64;
     Ok(r)

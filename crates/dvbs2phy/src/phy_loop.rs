@@ -17,6 +17,9 @@
 //! Per-frame Es/N0 (`LoopConfig::per_frame_esn0`, the emulator's `kind: dvbs2_waveform`): the
 //! flowgraph runs at `awgn::BASE_ESN0_DB` and each frame's noise is topped up here to the Es/N0
 //! `submit_at` gave it, exactly (crate::awgn says why); the receiver's LLRs use that frame's N0.
+//! Behind the RF path (or an SDR) the front end's gain is unknown: the frame's energy and its
+//! present noise are measured on its known symbols and the noise is topped up after the front
+//! end (`PhyLoop::present_noise`, an approximation: it says which).
 //!
 //! RF path (`LoopConfig::rf`): the symbols pulse-shaped to a waveform, the channel at the sample
 //! rate with a carrier and a sample-clock offset, and GNU Radio's timing recovery back to one
@@ -113,8 +116,9 @@ pub struct LoopConfig {
     pub in_flight: usize,
     /// Also write the IQ to SIGMF.sigmf-data / SIGMF.sigmf-meta.
     pub sigmf: Option<PathBuf>,
-    /// The RF path instead of the symbol-level channel (needs pilots; not with
-    /// `per_frame_esn0`).
+    /// The RF path instead of the symbol-level channel (needs pilots). With `per_frame_esn0`
+    /// each frame's noise is topped up after the front end, from its measured energy and noise
+    /// (`PhyLoop::present_noise` says what that leaves out).
     pub rf: Option<RfPath>,
     /// Continuous transmission at this symbol rate (baud, 1e3 to 1e8): the flowgraph sends a
     /// dummy PLFRAME whenever no frame is ready (gr/continuous.py) and the loop skips them. An
@@ -173,13 +177,6 @@ impl LoopConfig {
             if !self.modcod.pilots {
                 return Err(LoopError::Unsupported(
                     "rf needs pilots: the receiver tracks the carrier on the pilot blocks".into(),
-                ));
-            }
-            if self.per_frame_esn0 {
-                return Err(LoopError::Unsupported(
-                    "rf with per_frame_esn0: the per-frame noise is added to symbols of unit \
-                     energy, which the RF path's front end does not deliver"
-                        .into(),
                 ));
             }
         }
@@ -289,7 +286,9 @@ impl Default for RfPath {
 }
 
 impl RfPath {
-    fn check(&self) -> Result<(), LoopError> {
+    /// Refuses settings outside the flowgraph's ranges, naming the field (`rf.sps`, ...) and the
+    /// limit.
+    pub fn check(&self) -> Result<(), LoopError> {
         let bad = |m: String| Err(LoopError::Unsupported(m));
         if !(2..=16).contains(&self.sps) {
             return bad(format!("rf.sps {} is outside [2, 16]", self.sps));
@@ -481,6 +480,8 @@ pub struct PhyLoop {
     awgn: Awgn,
     base_n0: f64,
     noised: usize,
+    /// Frames whose link noise was above their target (`fade_floor_frames`).
+    fade_floor_frames: u64,
 }
 
 impl PhyLoop {
@@ -515,6 +516,7 @@ impl PhyLoop {
             awgn: Awgn::new(u64::from(cfg.seed)),
             base_n0: awgn::n0_of(flowgraph_esn0_db(&cfg)),
             noised: 0,
+            fade_floor_frames: 0,
             cfg,
             child,
             stdin,
@@ -854,15 +856,52 @@ impl PhyLoop {
     /// Brings the front frame's `len` samples to N0 `n0`, and the next PLHEADER (the phase
     /// anchor after them) to the next frame's N0 `next_n0`: each sample gets its noise once, by
     /// the frame it belongs to. Nothing is added when the flowgraph's own noise is the frame's.
+    /// Behind the RF path the noise is scaled to the frame's measured energy (`present_noise`).
     fn top_up_noise(&mut self, n0: f64, next_n0: f64, len: usize) {
+        let (es, present) = self.present_noise(len);
         for (range, target) in [(0..len, n0), (len..len + 90, next_n0)] {
             let from = range.start.max(self.noised);
             if from < range.end {
-                self.awgn
-                    .add(&mut self.samples[from..range.end], target - self.base_n0);
+                let variance = es * target - present;
+                if range.start == 0 && variance <= 0.0 && self.measures_noise() {
+                    self.fade_floor_frames += 1;
+                }
+                self.awgn.add(&mut self.samples[from..range.end], variance);
             }
         }
         self.noised = self.noised.max(len + 90);
+    }
+
+    /// Per-frame Es/N0 behind the RF path (or an SDR): the noise is measured, not known.
+    fn measures_noise(&self) -> bool {
+        self.cfg.per_frame_esn0 && self.cfg.rf.is_some()
+    }
+
+    /// The front frame's symbol energy and the noise it already carries, in the samples' units.
+    /// On the symbol-level channel both are known exactly: unit-energy symbols and the
+    /// flowgraph's N0. Behind the RF path the front end's gain and loss are unknown (as behind
+    /// a real tuner), so both are measured on the frame's known symbols before any noise is
+    /// added to them (`Receiver::measure`; the PLHEADER is left out once it carries the noise
+    /// added with the previous frame). The approximation: this noise is added after the front
+    /// end, at one sample per symbol, so timing recovery and carrier tracking work on the
+    /// clear-sky signal: optimistic at deep fades, where a real receiver's loops would jitter
+    /// or slip. Adding the noise at the sample rate before the front end (in the flowgraph) or,
+    /// with real RF, an attenuator driven by the fade trace, would not be; neither is built.
+    /// With an SDR the link's own noise is the floor: a frame whose measured noise is already
+    /// above its target gets none (`fade_floor_frames`).
+    fn present_noise(&self, len: usize) -> (f64, f64) {
+        if !self.measures_noise() {
+            return (1.0, self.base_n0);
+        }
+        let m = self.rx.measure(&self.samples[..len], self.noised == 0);
+        (m.es, m.n0)
+    }
+
+    /// Frames behind the RF path (or an SDR) whose link noise was already above their target
+    /// Es/N0's: they got no noise and met the link's Es/N0, higher than asked (the fade was
+    /// shallower than the trace). Always 0 on the symbol-level channel.
+    pub fn fade_floor_frames(&self) -> u64 {
+        self.fade_floor_frames
     }
 
     /// Drops the front frame's samples.

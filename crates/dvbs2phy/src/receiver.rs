@@ -171,6 +171,14 @@ pub struct Receiver {
     carrier: Option<Carrier>,
 }
 
+/// A frame's symbol energy and complex noise variance per symbol, in the units of the samples
+/// (`Receiver::measure`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub es: f64,
+    pub n0: f64,
+}
+
 /// A phase/gain estimate at a symbol position.
 #[derive(Debug, Clone, Copy)]
 struct Anchor {
@@ -381,6 +389,53 @@ impl Receiver {
         Track::new(&anchors, omega)
     }
 
+    /// The frame's symbol energy and noise as they arrive, before any decoding (the PHY loop's
+    /// per-frame noise top-up behind the RF path, whose front end's gain is unknown): the gain
+    /// from the known symbols' correlation (EN 302 307-1 section 5.5.2 PLHEADER, section 5.5.3
+    /// pilot blocks), the noise from their residual once gain and phase are taken out. Only the
+    /// pilot blocks when `with_header` is false (the PLHEADER already carries added noise).
+    /// Does not move the carrier tracking: its current prediction unwraps the phases.
+    pub fn measure(&self, y: &[C64], with_header: bool) -> Measured {
+        let body: Vec<C64> = y[90..]
+            .iter()
+            .zip(&self.scrambling)
+            .map(|(a, s)| *a * s.conj())
+            .collect();
+        let mut anchors = Vec::new();
+        if with_header || self.layout.pilots.is_empty() {
+            anchors.push(self.anchor(&y[..90], &self.header, 0));
+        }
+        let pilot_block = [PILOT; 36];
+        for &p in &self.layout.pilots {
+            anchors.push(self.anchor(&body[p..p + 36], &pilot_block, 90 + p));
+        }
+        let omega = self
+            .carrier
+            .as_ref()
+            .and_then(Carrier::peek)
+            .unwrap_or_else(|| coarse(&anchors));
+        let track = Track::new(&anchors, omega);
+        let mut resid = 0.0;
+        let mut nknown = 0usize;
+        if with_header || self.layout.pilots.is_empty() {
+            for (k, s) in self.header.iter().enumerate() {
+                resid += (track.correct(y[k], k) - *s).norm2();
+                nknown += 1;
+            }
+        }
+        for &p in &self.layout.pilots {
+            for (k, b) in body.iter().enumerate().skip(p).take(36) {
+                resid += (track.correct(*b, 90 + k) - PILOT).norm2();
+                nknown += 1;
+            }
+        }
+        let es = track.gain * track.gain;
+        Measured {
+            es,
+            n0: es * (resid / nknown as f64).max(1e-12),
+        }
+    }
+
     /// Noise power per symbol: the residual on the frame's known symbols once corrected.
     fn noise(&self, y: &[C64], body: &[C64], track: &Track) -> f64 {
         let mut resid = 0.0;
@@ -422,6 +477,13 @@ impl Carrier {
         self.coarse_sum = 0.9 * self.coarse_sum + coarse(anchors);
         self.coarse_weight = 0.9 * self.coarse_weight + 1.0;
         self.locked.unwrap_or(self.coarse_sum / self.coarse_weight)
+    }
+
+    /// The offset the next frame would be unwrapped with, without taking a frame in: the lock,
+    /// else the coarse average (None before any frame).
+    fn peek(&self) -> Option<f64> {
+        self.locked
+            .or_else(|| (self.coarse_weight > 0.0).then(|| self.coarse_sum / self.coarse_weight))
     }
 
     /// After the frame: its phases' slope, and whether it decoded.

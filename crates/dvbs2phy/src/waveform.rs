@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::modcod::{FrameSize, ModCod, Modulation};
-use crate::phy_loop::{LoopConfig, LoopError, LoopFrame, PhyLoop};
+use crate::phy_loop::{LoopConfig, LoopError, LoopFrame, PhyLoop, RfPath};
 use crate::receiver::Decoder;
 
 /// What every loop of a waveform channel shares.
@@ -30,6 +30,9 @@ pub struct WaveformConfig {
     pub decoder: Decoder,
     /// Frames in flight per loop (crate::phy_loop: 2 or more keeps the decoder busy).
     pub in_flight: usize,
+    /// The RF path (or an SDR pair) instead of the symbol-level channel; each frame's noise is
+    /// then topped up after the front end from its measured energy (crate::phy_loop).
+    pub rf: Option<RfPath>,
 }
 
 impl WaveformConfig {
@@ -47,6 +50,7 @@ impl WaveformConfig {
             max_iterations: d.max_iterations,
             decoder: d.decoder,
             in_flight: d.in_flight,
+            rf: None,
         }
     }
 }
@@ -161,6 +165,12 @@ impl WaveformChannel {
         })
     }
 
+    /// Frames of every loop whose link noise was already above their target Es/N0 (RF path or
+    /// SDR only: `PhyLoop::fade_floor_frames`): the fade was shallower than asked for them.
+    pub fn fade_floor_frames(&self) -> u64 {
+        self.loops.values().map(PhyLoop::fade_floor_frames).sum()
+    }
+
     fn loop_for(&mut self, modcod_id: u32) -> Result<&mut PhyLoop, LoopError> {
         if !self.loops.contains_key(&modcod_id) {
             let mc = ModCod::new(modcod_id, self.cfg.frame, self.cfg.pilots)
@@ -172,6 +182,7 @@ impl WaveformChannel {
             lc.max_iterations = self.cfg.max_iterations;
             lc.decoder = self.cfg.decoder;
             lc.in_flight = self.cfg.in_flight;
+            lc.rf = self.cfg.rf.clone();
             self.loops.insert(modcod_id, PhyLoop::start(lc)?);
         }
         Ok(self.loops.get_mut(&modcod_id).expect("inserted above"))
@@ -196,9 +207,42 @@ pub fn ceiling_frames_per_s(modulation: Modulation, frame: FrameSize) -> f64 {
     }
 }
 
+/// The same on the RF path (`satlab-phy --loop-bench --one-at-a-time --rf`, sps 4, roll-off
+/// 0.2, per-frame Es/N0, 100 frames, Es/N0 as above): the lowest of two runs per row on 2 cores
+/// shared with another engineer's work (load 0.8-2.9), crates/dvbs2phy/README.md "The waveform
+/// channel". The interpolator, gr-channels and the timing loop run at 4 samples per symbol on
+/// the same cores: 35-60 % of the symbol-level ceiling. With an SDR pair the radios replace
+/// gr-channels; not measured (no hardware): this ceiling is assumed.
+pub fn rf_ceiling_frames_per_s(modulation: Modulation, frame: FrameSize) -> f64 {
+    match (frame, modulation) {
+        (FrameSize::Normal, Modulation::Qpsk) => 19.0,
+        (FrameSize::Normal, Modulation::Psk8) => 27.8,
+        (FrameSize::Normal, Modulation::Apsk16) => 33.8,
+        (FrameSize::Normal, Modulation::Apsk32) => 41.2,
+        (FrameSize::Short, Modulation::Qpsk) => 60.6,
+        (FrameSize::Short, Modulation::Psk8) => 95.3,
+        (FrameSize::Short, Modulation::Apsk16) => 123.4,
+        (FrameSize::Short, Modulation::Apsk32) => 115.1,
+    }
+}
+
+/// The ceiling of the symbol-level loop, or of the RF path's when `rf`.
+fn ceiling_on(rf: bool, mc: &ModCod) -> f64 {
+    if rf {
+        rf_ceiling_frames_per_s(mc.modulation, mc.frame)
+    } else {
+        ceiling_frames_per_s(mc.modulation, mc.frame)
+    }
+}
+
 /// The highest symbol rate whose frames of `mc` the loop keeps up with, baud.
 pub fn ceiling_baud(mc: &ModCod) -> f64 {
-    ceiling_frames_per_s(mc.modulation, mc.frame) * mc.frame_symbols() as f64
+    ceiling_baud_on(false, mc)
+}
+
+/// The same for the symbol-level loop or, when `rf`, the RF path.
+pub fn ceiling_baud_on(rf: bool, mc: &ModCod) -> f64 {
+    ceiling_on(rf, mc) * mc.frame_symbols() as f64
 }
 
 /// A symbol rate above the ceiling: the configuration field and why (`Display`: "field: why").
@@ -221,18 +265,29 @@ pub fn check_ceiling(
     symbol_rate_baud: f64,
     mc: &ModCod,
 ) -> Result<(), CeilingExceeded> {
-    let ceiling = ceiling_frames_per_s(mc.modulation, mc.frame);
+    check_ceiling_on(false, field, symbol_rate_baud, mc)
+}
+
+/// `check_ceiling` for the symbol-level loop or, when `rf`, the RF path's lower ceiling.
+pub fn check_ceiling_on(
+    rf: bool,
+    field: &str,
+    symbol_rate_baud: f64,
+    mc: &ModCod,
+) -> Result<(), CeilingExceeded> {
+    let ceiling = ceiling_on(rf, mc);
     let frames_per_s = symbol_rate_baud / mc.frame_symbols() as f64;
     if frames_per_s > ceiling {
         return Err(CeilingExceeded {
             field: field.to_string(),
             reason: format!(
                 "{symbol_rate_baud} baud with {} is {frames_per_s:.0} frames/s, above the PHY \
-                 loop's ceiling of {ceiling} frames/s for {} {:?} frames (at most {:.0} baud)",
+                 loop's ceiling of {ceiling} frames/s for {} {:?} frames{} (at most {:.0} baud)",
                 mc.label(),
                 mc.modulation.name(),
                 mc.frame,
-                ceiling_baud(mc)
+                if rf { " on the RF path" } else { "" },
+                ceiling_baud_on(rf, mc)
             ),
         });
     }
@@ -251,5 +306,13 @@ mod tests {
         let e = check_ceiling("forward.symbol_rate_baud", limit * 1.01, &mc).unwrap_err();
         assert_eq!(e.field, "forward.symbol_rate_baud");
         assert!(e.reason.contains(&format!("{limit:.0} baud")), "{e}");
+        // The RF path's ceiling is lower, and said.
+        let rf = 19.0 * mc.frame_symbols() as f64;
+        assert!(check_ceiling_on(true, "forward.symbol_rate_baud", rf, &mc).is_ok());
+        let e = check_ceiling_on(true, "forward.symbol_rate_baud", rf + 1.0, &mc).unwrap_err();
+        assert!(
+            e.reason.contains("on the RF path") && e.reason.contains(&format!("{rf:.0} baud")),
+            "{e}"
+        );
     }
 }

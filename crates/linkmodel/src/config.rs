@@ -277,6 +277,88 @@ pub struct DirectionConfig {
     /// (`terminals.rs`); absent: one terminal, the link as configured. Not printed when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beam: Option<crate::terminals::BeamConfig>,
+    /// The channel of a `kind: dvbs2_waveform` link (forward only): the symbol-level AWGN
+    /// channel (absent, or `path: symbol`), the RF path (`path: rf`) or an SDR pair on it
+    /// (`sdr`). Not printed when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-when" = {"kind": ["dvbs2_waveform"]}))]
+    pub waveform: Option<WaveformChannelConfig>,
+}
+
+/// Where the frames of a `kind: dvbs2_waveform` link are carried (emulator/CONFIG.md, "PHY in
+/// the loop").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaveformPath {
+    /// One perfectly timed sample per symbol, AWGN at each frame's Es/N0 (exact).
+    #[default]
+    Symbol,
+    /// RRC pulse shaping (the direction's `roll_off`) at `sps` samples per symbol, a carrier
+    /// and a sample-clock offset, timing recovery; each frame's noise is added after the front
+    /// end from the frame's measured energy (timing and carrier loops see the clear sky).
+    Rf,
+}
+
+/// The channel of a `kind: dvbs2_waveform` forward link: dvbs2phy's `LoopConfig::rf` under the
+/// configuration's names (`roll_off` is the direction's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct WaveformChannelConfig {
+    /// `symbol` (default) or `rf`.
+    pub path: WaveformPath,
+    /// Samples per symbol of the RF path's waveform.
+    #[schemars(range(min = 2, max = 16), extend("x-unit" = "samples"))]
+    pub sps: u32,
+    /// Carrier frequency offset of the RF path (gr-channels), cycles per symbol.
+    #[schemars(range(min = -0.01, max = 0.01), extend("x-unit" = "cycles/symbol"))]
+    pub freq_offset: f64,
+    /// The receiver's sample clock off the transmitter's (gr-channels), ppm.
+    #[schemars(range(min = -200.0, max = 200.0), extend("x-unit" = "ppm"))]
+    pub clock_ppm: f64,
+    /// The band-edge FLL's loop bandwidth; 0: no FLL (the receiver alone tracks the carrier).
+    #[schemars(range(min = 0.0, max = 0.05))]
+    pub fll_bandwidth: f64,
+    /// A SoapySDR transmitter and receiver in place of gr-channels (RF path only; untested with
+    /// hardware). Not printed when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sdr: Option<SdrConfig>,
+}
+
+impl Default for WaveformChannelConfig {
+    /// The symbol-level channel; on the RF path 4 samples per symbol, no offsets, no FLL.
+    fn default() -> Self {
+        WaveformChannelConfig {
+            path: WaveformPath::Symbol,
+            sps: 4,
+            freq_offset: 0.0,
+            clock_ppm: 0.0,
+            fll_bandwidth: 0.0,
+            sdr: None,
+        }
+    }
+}
+
+/// An SDR pair of the RF path: SoapySDR device arguments, one centre frequency, the sample rate
+/// `symbol_rate_baud` x `sps`. TX wired to RX by coax through fixed attenuation, never an antenna.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SdrConfig {
+    /// The transmitter's device arguments ("driver=...,serial=..."; must not be empty).
+    #[serde(default)]
+    pub tx_args: String,
+    /// The receiver's.
+    #[serde(default)]
+    pub rx_args: String,
+    #[schemars(range(min = 1000000.0, max = 6000000000.0), extend("x-unit" = "Hz"))]
+    /// Required (absent: refused naming it).
+    #[serde(default)]
+    pub center_freq_hz: Option<f64>,
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 90.0), extend("x-unit" = "dB"))]
+    pub tx_gain_db: f64,
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 90.0), extend("x-unit" = "dB"))]
+    pub rx_gain_db: f64,
 }
 
 impl Default for DirectionConfig {
@@ -307,6 +389,7 @@ impl Default for DirectionConfig {
             oracle_eten: None,
             dama: None,
             beam: None,
+            waveform: None,
         }
     }
 }

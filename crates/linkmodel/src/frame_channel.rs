@@ -9,7 +9,10 @@
 //! emulator fills the hook with dvbs2phy's `WaveformChannel` (GNU Radio transmitter and channel,
 //! this project's LDPC/BCH receiver; emulator/src/waveform_channel.rs).
 
-use crate::config::{ConfigError, DirectionConfig, FrameSize, ModcodSet};
+use crate::config::{
+    check_range, ConfigError, DirectionConfig, FrameSize, ModcodSet, SdrConfig,
+    WaveformChannelConfig, WaveformPath,
+};
 use crate::framing::{Gse, Packed, PacketSource, Partial};
 use crate::gse::{self, GseError, GseReader, GseWriter, RxPdu};
 
@@ -174,7 +177,16 @@ impl WaveformFrames {
 /// of one terminal, DVB-S2 MODCODs, the decoder alone deciding each frame. The decoder's ceiling
 /// on the symbol rate is the emulator's check (it knows the decoder).
 pub(crate) fn validate_waveform(d: &DirectionConfig, p: &str) -> Result<(), ConfigError> {
+    if let Some(w) = &d.waveform {
+        waveform_bounds(w, &format!("{p}.waveform"))?;
+    }
     if !d.is_waveform() {
+        if d.waveform.is_some() {
+            return Err(ConfigError::field(
+                format!("{p}.waveform"),
+                "only with kind dvbs2_waveform",
+            ));
+        }
         return Ok(());
     }
     let refuse = |field: &str, why: &str| Err(ConfigError::field(format!("{p}.{field}"), why));
@@ -207,6 +219,148 @@ pub(crate) fn validate_waveform(d: &DirectionConfig, p: &str) -> Result<(), Conf
             "per_table",
             "not with kind dvbs2_waveform: the decoder decides which frames fail, no PER table",
         );
+    }
+    match &d.waveform {
+        Some(w) => validate_waveform_channel(d, w, &format!("{p}.waveform")),
+        None => Ok(()),
+    }
+}
+
+/// The bounds of a waveform link's channel `w` (at `wp`): dvbs2phy's RF path ranges
+/// (crates/dvbs2phy/src/phy_loop.rs `RfPath::check`, which the emulator runs again at load).
+fn validate_waveform_channel(
+    d: &DirectionConfig,
+    w: &WaveformChannelConfig,
+    wp: &str,
+) -> Result<(), ConfigError> {
+    if w.path == WaveformPath::Symbol {
+        // The RF settings would be ignored: refused rather than silently dropped.
+        let default = WaveformChannelConfig::default();
+        for (field, set) in [
+            ("sps", w.sps != default.sps),
+            ("freq_offset", w.freq_offset != 0.0),
+            ("clock_ppm", w.clock_ppm != 0.0),
+            ("fll_bandwidth", w.fll_bandwidth != 0.0),
+            ("sdr", w.sdr.is_some()),
+        ] {
+            if set {
+                return Err(ConfigError::field(
+                    format!("{wp}.{field}"),
+                    "only with path rf",
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let p = wp.trim_end_matches(".waveform");
+    if !d.pilots {
+        return Err(ConfigError::field(
+            format!("{p}.pilots"),
+            "must be true with waveform.path rf: the receiver tracks the carrier on the pilot blocks",
+        ));
+    }
+    if ![0.2, 0.25, 0.35].contains(&d.roll_off) {
+        return Err(ConfigError::field(
+            format!("{p}.roll_off"),
+            format!(
+                "{} is not one of 0.2, 0.25, 0.35 (EN 302 307-1 section 5.6), which waveform.path rf shapes",
+                d.roll_off
+            ),
+        ));
+    }
+    match &w.sdr {
+        Some(sdr) => validate_sdr(d, w, sdr, wp),
+        None => Ok(()),
+    }
+}
+
+/// The ranges of a waveform channel's numbers (dvbs2phy's `RfPath` and `Sdr` limits), checked
+/// before the other rules so that a value out of range is named as such.
+fn waveform_bounds(w: &WaveformChannelConfig, wp: &str) -> Result<(), ConfigError> {
+    check_range(&format!("{wp}.sps"), w.sps, 2, 16, " samples per symbol")?;
+    check_range(
+        &format!("{wp}.freq_offset"),
+        w.freq_offset,
+        -0.01,
+        0.01,
+        " cycles per symbol",
+    )?;
+    check_range(
+        &format!("{wp}.clock_ppm"),
+        w.clock_ppm,
+        -200.0,
+        200.0,
+        " ppm",
+    )?;
+    check_range(
+        &format!("{wp}.fll_bandwidth"),
+        w.fll_bandwidth,
+        0.0,
+        0.05,
+        "",
+    )?;
+    if let Some(sdr) = &w.sdr {
+        let sp = format!("{wp}.sdr");
+        if let Some(f) = sdr.center_freq_hz {
+            check_range(&format!("{sp}.center_freq_hz"), f, 1e6, 6e9, " Hz")?;
+        }
+        check_range(
+            &format!("{sp}.tx_gain_db"),
+            sdr.tx_gain_db,
+            0.0,
+            90.0,
+            " dB",
+        )?;
+        check_range(
+            &format!("{sp}.rx_gain_db"),
+            sdr.rx_gain_db,
+            0.0,
+            90.0,
+            " dB",
+        )?;
+    }
+    Ok(())
+}
+
+/// The bounds of an SDR pair: device arguments, centre frequency, gains, sample rate; no
+/// simulated offsets (the radios' own apply).
+fn validate_sdr(
+    d: &DirectionConfig,
+    w: &WaveformChannelConfig,
+    sdr: &SdrConfig,
+    wp: &str,
+) -> Result<(), ConfigError> {
+    for (field, set) in [("freq_offset", w.freq_offset), ("clock_ppm", w.clock_ppm)] {
+        if set != 0.0 {
+            return Err(ConfigError::field(
+                format!("{wp}.{field}"),
+                "gr-channels' setting, not with sdr (the radios' own offsets apply)",
+            ));
+        }
+    }
+    for (field, args) in [("tx_args", &sdr.tx_args), ("rx_args", &sdr.rx_args)] {
+        if args.trim().is_empty() {
+            return Err(ConfigError::field(
+                format!("{wp}.sdr.{field}"),
+                "must name a SoapySDR device (driver=...)",
+            ));
+        }
+    }
+    if sdr.center_freq_hz.is_none() {
+        return Err(ConfigError::field(
+            format!("{wp}.sdr.center_freq_hz"),
+            "required with sdr (the radios' centre frequency, 1e6 to 6e9 Hz)",
+        ));
+    }
+    let p = wp.trim_end_matches(".waveform");
+    let rate = d.symbol_rate_baud.unwrap_or(40e6) * f64::from(w.sps);
+    if !(1e3..=1e8).contains(&rate) {
+        return Err(ConfigError::field(
+            format!("{p}.symbol_rate_baud"),
+            format!(
+                "times waveform.sps is the SDR's sample rate, {rate} samples/s, outside [1e3, 1e8]"
+            ),
+        ));
     }
     Ok(())
 }
@@ -290,6 +444,80 @@ mod tests {
             ),
         ] {
             let e = config_error(&fwd, &ret);
+            assert!(e.starts_with(want), "{want} expected: {e}");
+        }
+    }
+
+    #[test]
+    fn the_waveform_channel_settings_name_the_field_and_the_limit() {
+        let wf = "  kind: dvbs2_waveform\n  symbol_rate_baud: 100000";
+        let rcs2 = "  kind: rcs2";
+        let rf = |extra: &str| format!("{wf}\n  waveform: {{path: rf{extra}}}");
+        let sdr = ", sdr: {tx_args: 'driver=a', rx_args: 'driver=b', center_freq_hz: 1e9}";
+        // Accepted: the RF path with its defaults, with offsets, with an SDR pair.
+        for fwd in [
+            rf(""),
+            rf(", sps: 8, freq_offset: 0.002, clock_ppm: 50"),
+            rf(sdr),
+        ] {
+            let cfg = crate::LinkConfig::from_yaml_str(&format!("forward:\n{fwd}\n")).unwrap();
+            assert_eq!(cfg.forward.waveform.unwrap().path, WaveformPath::Rf);
+        }
+        for (fwd, want) in [
+            (
+                "  symbol_rate_baud: 100000\n  waveform: {path: rf}".to_string(),
+                "forward.waveform: only with kind dvbs2_waveform",
+            ),
+            (
+                format!("{wf}\n  waveform: {{sps: 8}}"),
+                "forward.waveform.sps: only with path rf",
+            ),
+            (
+                format!("{}\n  pilots: false", rf("")),
+                "forward.pilots: must be true",
+            ),
+            (
+                format!("{}\n  roll_off: 0.3", rf("")),
+                "forward.roll_off: 0.3 is not one of 0.2, 0.25, 0.35",
+            ),
+            (
+                rf(", sps: 1"),
+                "forward.waveform.sps: value 1 is outside the allowed range [2, 16]",
+            ),
+            (
+                rf(", freq_offset: 0.02"),
+                "forward.waveform.freq_offset: value 0.02 is outside the allowed range [-0.01, 0.01]",
+            ),
+            (
+                rf(", clock_ppm: 300"),
+                "forward.waveform.clock_ppm: value 300 is outside the allowed range [-200, 200]",
+            ),
+            (
+                rf(", fll_bandwidth: 0.1"),
+                "forward.waveform.fll_bandwidth: value 0.1 is outside",
+            ),
+            (
+                rf(&format!(", freq_offset: 0.001{sdr}")),
+                "forward.waveform.freq_offset: gr-channels' setting, not with sdr",
+            ),
+            (
+                rf(", sdr: {tx_args: '', rx_args: 'driver=b', center_freq_hz: 1e9}"),
+                "forward.waveform.sdr.tx_args: must name a SoapySDR device",
+            ),
+            (
+                rf(", sdr: {tx_args: 'a', rx_args: 'b', center_freq_hz: 1e10}"),
+                "forward.waveform.sdr.center_freq_hz: value 10000000000 is outside the allowed range",
+            ),
+            (
+                rf(", sdr: {tx_args: 'a', rx_args: 'b', center_freq_hz: 1e9, rx_gain_db: 95}"),
+                "forward.waveform.sdr.rx_gain_db: value 95 is outside the allowed range [0, 90]",
+            ),
+            (
+                format!("{}\n  symbol_rate_baud: 5e7", rf(sdr)).replace("  symbol_rate_baud: 100000\n", ""),
+                "forward.symbol_rate_baud: times waveform.sps is the SDR's sample rate, 200000000",
+            ),
+        ] {
+            let e = config_error(&fwd, rcs2);
             assert!(e.starts_with(want), "{want} expected: {e}");
         }
     }

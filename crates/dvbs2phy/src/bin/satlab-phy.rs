@@ -316,6 +316,7 @@ fn loop_bench(a: &Args, decoder: Decoder) -> Result<(), String> {
             "pause_ms": a.pause_ms,
             "dummies": r.dummies,
             "max_round_trip_s": a.one_at_a_time.then_some(r.max_round_trip_s),
+            "fade_floor_frames": r.fade_floor_frames,
             "mean_iterations": r.mean_iterations,
             "mean_esn0_est_db": r.mean_esn0_est_db,
             "start_s": r.start_s,
