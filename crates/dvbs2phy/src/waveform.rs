@@ -191,38 +191,39 @@ impl WaveformChannel {
 
 /// Frames per second the PHY loop sustained per modulation and frame size in the emulator's
 /// synchronous use, one frame at a time (`decode_one`): the lowest `satlab-phy --loop-bench
-/// --one-at-a-time` figure of crates/dvbs2phy/README.md, measured on 2 cores shared with other
-/// work (load 4), pilots, 0.2-1 dB above QEF. Pipelined (4 frames in flight) the loop does up to
-/// twice as many, but the emulator needs each frame's verdict when it ends.
+/// --one-at-a-time` figure of crates/dvbs2phy/README.md over four runs, the last two with two
+/// loops at once on the 2 cores (load 4), pilots, 0.2-1 dB above QEF (the frames reach the
+/// flowgraph through a pipe: phy_loop.rs `spawn`). Pipelined (4 frames in flight) the loop does
+/// more, but the emulator needs each frame's verdict when it ends.
 pub fn ceiling_frames_per_s(modulation: Modulation, frame: FrameSize) -> f64 {
     match (frame, modulation) {
-        (FrameSize::Normal, Modulation::Qpsk) => 41.0,
-        (FrameSize::Normal, Modulation::Psk8) => 41.0,
-        (FrameSize::Normal, Modulation::Apsk16) => 45.0,
-        (FrameSize::Normal, Modulation::Apsk32) => 119.0,
-        (FrameSize::Short, Modulation::Qpsk) => 266.0,
-        (FrameSize::Short, Modulation::Psk8) => 294.0,
-        (FrameSize::Short, Modulation::Apsk16) => 265.0,
-        (FrameSize::Short, Modulation::Apsk32) => 302.0,
+        (FrameSize::Normal, Modulation::Qpsk) => 62.0,
+        (FrameSize::Normal, Modulation::Psk8) => 69.0,
+        (FrameSize::Normal, Modulation::Apsk16) => 84.0,
+        (FrameSize::Normal, Modulation::Apsk32) => 117.0,
+        (FrameSize::Short, Modulation::Qpsk) => 262.0,
+        (FrameSize::Short, Modulation::Psk8) => 295.0,
+        (FrameSize::Short, Modulation::Apsk16) => 376.0,
+        (FrameSize::Short, Modulation::Apsk32) => 429.0,
     }
 }
 
 /// The same on the RF path (`satlab-phy --loop-bench --one-at-a-time --rf`, sps 4, roll-off
-/// 0.2, per-frame Es/N0, 100 frames, Es/N0 as above): the lowest of two runs per row on 2 cores
-/// shared with another engineer's work (load 0.8-2.9), crates/dvbs2phy/README.md "The waveform
-/// channel". The interpolator, gr-channels and the timing loop run at 4 samples per symbol on
+/// 0.2, per-frame Es/N0, 100 frames, Es/N0 as above): the lowest of three runs per row, two
+/// of them with two loops at once on the 2 cores (load 2.5-4), crates/dvbs2phy/README.md "The
+/// waveform channel". The interpolator, gr-channels and the timing loop run at 4 samples per symbol on
 /// the same cores: 35-60 % of the symbol-level ceiling. With an SDR pair the radios replace
 /// gr-channels; not measured (no hardware): this ceiling is assumed.
 pub fn rf_ceiling_frames_per_s(modulation: Modulation, frame: FrameSize) -> f64 {
     match (frame, modulation) {
-        (FrameSize::Normal, Modulation::Qpsk) => 19.0,
-        (FrameSize::Normal, Modulation::Psk8) => 27.8,
-        (FrameSize::Normal, Modulation::Apsk16) => 33.8,
-        (FrameSize::Normal, Modulation::Apsk32) => 41.2,
-        (FrameSize::Short, Modulation::Qpsk) => 60.6,
-        (FrameSize::Short, Modulation::Psk8) => 95.3,
-        (FrameSize::Short, Modulation::Apsk16) => 123.4,
-        (FrameSize::Short, Modulation::Apsk32) => 115.1,
+        (FrameSize::Normal, Modulation::Qpsk) => 23.8,
+        (FrameSize::Normal, Modulation::Psk8) => 30.9,
+        (FrameSize::Normal, Modulation::Apsk16) => 41.0,
+        (FrameSize::Normal, Modulation::Apsk32) => 47.7,
+        (FrameSize::Short, Modulation::Qpsk) => 98.3,
+        (FrameSize::Short, Modulation::Psk8) => 115.2,
+        (FrameSize::Short, Modulation::Apsk16) => 136.0,
+        (FrameSize::Short, Modulation::Apsk32) => 195.7,
     }
 }
 
@@ -301,13 +302,13 @@ mod tests {
     #[test]
     fn the_ceiling_names_the_field_and_the_limit() {
         let mc = ModCod::new(4, FrameSize::Normal, true).unwrap();
-        let limit = 41.0 * mc.frame_symbols() as f64;
+        let limit = 62.0 * mc.frame_symbols() as f64;
         assert!(check_ceiling("forward.symbol_rate_baud", limit, &mc).is_ok());
         let e = check_ceiling("forward.symbol_rate_baud", limit * 1.01, &mc).unwrap_err();
         assert_eq!(e.field, "forward.symbol_rate_baud");
         assert!(e.reason.contains(&format!("{limit:.0} baud")), "{e}");
         // The RF path's ceiling is lower, and said.
-        let rf = 19.0 * mc.frame_symbols() as f64;
+        let rf = 23.8 * mc.frame_symbols() as f64;
         assert!(check_ceiling_on(true, "forward.symbol_rate_baud", rf, &mc).is_ok());
         let e = check_ceiling_on(true, "forward.symbol_rate_baud", rf + 1.0, &mc).unwrap_err();
         assert!(
