@@ -337,7 +337,7 @@ impl Receiver {
             .map(|(a, s)| *a * s.conj())
             .collect();
         let track = self.track(y, &body, next_header);
-        let n0_est = self.noise(y, &body, &track);
+        let n0_est = self.residual(y, &body, &track, true);
         let n0 = match self.cfg.n0 {
             Some(n0) => n0 / (track.gain * track.gain),
             None => n0_est,
@@ -415,34 +415,24 @@ impl Receiver {
             .and_then(Carrier::peek)
             .unwrap_or_else(|| coarse(&anchors));
         let track = Track::new(&anchors, omega);
+        let header = with_header || self.layout.pilots.is_empty();
+        let es = track.gain * track.gain;
+        Measured {
+            es,
+            n0: es * self.residual(y, &body, &track, header),
+        }
+    }
+
+    /// Noise power per symbol: the mean residual on the known symbols once corrected (the pilot
+    /// blocks, and the PLHEADER when `header`).
+    fn residual(&self, y: &[C64], body: &[C64], track: &Track, header: bool) -> f64 {
         let mut resid = 0.0;
         let mut nknown = 0usize;
-        if with_header || self.layout.pilots.is_empty() {
+        if header {
             for (k, s) in self.header.iter().enumerate() {
                 resid += (track.correct(y[k], k) - *s).norm2();
                 nknown += 1;
             }
-        }
-        for &p in &self.layout.pilots {
-            for (k, b) in body.iter().enumerate().skip(p).take(36) {
-                resid += (track.correct(*b, 90 + k) - PILOT).norm2();
-                nknown += 1;
-            }
-        }
-        let es = track.gain * track.gain;
-        Measured {
-            es,
-            n0: es * (resid / nknown as f64).max(1e-12),
-        }
-    }
-
-    /// Noise power per symbol: the residual on the frame's known symbols once corrected.
-    fn noise(&self, y: &[C64], body: &[C64], track: &Track) -> f64 {
-        let mut resid = 0.0;
-        let mut nknown = 0usize;
-        for (k, s) in self.header.iter().enumerate() {
-            resid += (track.correct(y[k], k) - *s).norm2();
-            nknown += 1;
         }
         for &p in &self.layout.pilots {
             for (k, b) in body.iter().enumerate().skip(p).take(36) {
