@@ -221,18 +221,19 @@ pub(crate) fn validate_waveform(d: &DirectionConfig, p: &str) -> Result<(), Conf
         );
     }
     match &d.waveform {
-        Some(w) => validate_waveform_channel(d, w, &format!("{p}.waveform")),
+        Some(w) => validate_waveform_channel(d, w, p),
         None => Ok(()),
     }
 }
 
-/// The bounds of a waveform link's channel `w` (at `wp`): dvbs2phy's RF path ranges
+/// The bounds of direction `p`'s waveform channel `w`: dvbs2phy's RF path ranges
 /// (crates/dvbs2phy/src/phy_loop.rs `RfPath::check`, which the emulator runs again at load).
 fn validate_waveform_channel(
     d: &DirectionConfig,
     w: &WaveformChannelConfig,
-    wp: &str,
+    p: &str,
 ) -> Result<(), ConfigError> {
+    let wp = format!("{p}.waveform");
     if w.path == WaveformPath::Symbol {
         // The RF settings would be ignored: refused rather than silently dropped.
         let default = WaveformChannelConfig::default();
@@ -252,7 +253,6 @@ fn validate_waveform_channel(
         }
         return Ok(());
     }
-    let p = wp.trim_end_matches(".waveform");
     if !d.pilots {
         return Err(ConfigError::field(
             format!("{p}.pilots"),
@@ -269,7 +269,7 @@ fn validate_waveform_channel(
         ));
     }
     match &w.sdr {
-        Some(sdr) => validate_sdr(d, w, sdr, wp),
+        Some(sdr) => validate_sdr(d, w, sdr, p),
         None => Ok(()),
     }
 }
@@ -322,14 +322,15 @@ fn waveform_bounds(w: &WaveformChannelConfig, wp: &str) -> Result<(), ConfigErro
     Ok(())
 }
 
-/// The bounds of an SDR pair: device arguments, centre frequency, gains, sample rate; no
-/// simulated offsets (the radios' own apply).
+/// The bounds of direction `p`'s SDR pair: device arguments, centre frequency, gains, sample
+/// rate; no simulated offsets (the radios' own apply).
 fn validate_sdr(
     d: &DirectionConfig,
     w: &WaveformChannelConfig,
     sdr: &SdrConfig,
-    wp: &str,
+    p: &str,
 ) -> Result<(), ConfigError> {
+    let wp = format!("{p}.waveform");
     for (field, set) in [("freq_offset", w.freq_offset), ("clock_ppm", w.clock_ppm)] {
         if set != 0.0 {
             return Err(ConfigError::field(
@@ -352,7 +353,6 @@ fn validate_sdr(
             "required with sdr (the radios' centre frequency, 1e6 to 6e9 Hz)",
         ));
     }
-    let p = wp.trim_end_matches(".waveform");
     let rate = d.symbol_rate_baud.unwrap_or(40e6) * f64::from(w.sps);
     if !(1e3..=1e8).contains(&rate) {
         return Err(ConfigError::field(
